@@ -1,0 +1,91 @@
+"""`heaplayout run`: run a program under the runtime, or print the environment that does."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+
+from .. import allocators, paths
+from ..runtime_env import POLICIES, RuntimeConfig, runtime_env
+
+
+def add_runtime_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by every command that runs a program under the runtime."""
+    parser.add_argument("--policy", choices=POLICIES, default="callsite", help="placement policy (default: callsite)")
+    parser.add_argument(
+        "--allocator",
+        choices=list(allocators.ALLOCATORS),
+        default="glibc",
+        help="allocator underneath ours, for everything we do not place (default: glibc)",
+    )
+    parser.add_argument("--min-objects", metavar="N", help="pool a context after N objects (default 100, DPA)")
+    parser.add_argument("--max-size", metavar="BYTES", help="pool only objects up to this size (default 128, DPA)")
+    parser.add_argument("--chunk-size", metavar="BYTES", help="pool chunk size, power of two (default 1M, HALO)")
+    parser.add_argument("--range", metavar="BYTES", help="virtual range reserved for pools (default 64G)")
+    parser.add_argument("--cc-block", metavar="BYTES", help="ccmalloc cc-block size (default 256)")
+
+
+def config_from_args(args: argparse.Namespace) -> RuntimeConfig:
+    options = {
+        name: getattr(args, name)
+        for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block")
+        if getattr(args, name, None) is not None
+    }
+    return RuntimeConfig(
+        policy=args.policy,
+        allocator=args.allocator,
+        options=options,
+        stats=getattr(args, "stats", False),
+        stats_json=getattr(args, "stats_json", None),
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a program under the heaplayout runtime",
+        description="Run PROG under libheaplayout.so with the given policy. The program's output, "
+        "exit code and signals are its own. Usage: heaplayout run [options] -- PROG [ARGS...]",
+    )
+    add_runtime_options(p)
+    p.add_argument("--stats", action="store_true", help="print per-pool statistics to stderr at exit")
+    p.add_argument("--stats-json", metavar="FILE", help="also write the statistics as JSON to FILE")
+    p.add_argument(
+        "--print-env",
+        action="store_true",
+        help="print the NAME=value assignments that make a run use the runtime, and exit",
+    )
+    p.set_defaults(func=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    try:
+        env = runtime_env(config_from_args(args))
+    except (ValueError, paths.MissingArtifact) as err:
+        print(f"heaplayout run: {err}", file=sys.stderr)
+        return 2
+    if args.stats_json:
+        env["HEAPLAYOUT_STATS_JSON"] = os.path.abspath(args.stats_json)
+    if args.print_env:
+        for name, value in env.items():
+            print(f"{name}={value}")
+        return 0
+    if not args.program:
+        print("heaplayout run: no program given; usage: heaplayout run [options] -- PROG [ARGS...]", file=sys.stderr)
+        return 2
+    full_env = dict(os.environ)
+    if full_env.get("LD_PRELOAD") and "LD_PRELOAD" in env:
+        # keep what the user preloads, after ours and the chosen allocator
+        env["LD_PRELOAD"] = env["LD_PRELOAD"] + ":" + full_env["LD_PRELOAD"]
+    full_env.update(env)
+    try:
+        os.execvpe(args.program[0], args.program, full_env)
+    except FileNotFoundError:
+        print(f"heaplayout run: program not found: {shlex.quote(args.program[0])}", file=sys.stderr)
+        return 127
+    except PermissionError:
+        print(f"heaplayout run: program not executable: {shlex.quote(args.program[0])}", file=sys.stderr)
+        return 126
+    return 0  # not reached

@@ -1,0 +1,41 @@
+"""Where the built artifacts live.
+
+The C parts are built by CMake into one build directory (default: <repo>/build). A user can
+point elsewhere with HEAPLAYOUT_BUILD_DIR. Nothing here builds anything: a missing artifact
+is reported with the command that makes it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class MissingArtifact(RuntimeError):
+    """A built file the command needs is not there."""
+
+
+def build_dir() -> Path:
+    override = os.environ.get("HEAPLAYOUT_BUILD_DIR")
+    return Path(override).resolve() if override else REPO_ROOT / "build"
+
+
+def _require(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise MissingArtifact(
+            f"{what} not found at {path}; build it with: scripts/build.sh "
+            f"(or set HEAPLAYOUT_BUILD_DIR to your CMake build directory)"
+        )
+    return path
+
+
+def runtime_library() -> Path:
+    """libheaplayout.so, the LD_PRELOAD runtime."""
+    return _require(build_dir() / "runtime" / "libheaplayout.so", "the runtime library libheaplayout.so")
+
+
+def workload_binary(name: str, variant: str = "fp") -> Path:
+    """A workload executable; variant 'fp' keeps frame pointers, 'nofp' omits them."""
+    return _require(build_dir() / "workloads" / variant / name, f"workload {name!r} ({variant})")

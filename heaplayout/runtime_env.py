@@ -1,0 +1,71 @@
+"""The environment that makes a program run under libheaplayout.so.
+
+This is the one place that knows the runtime's environment variables (the C side reads
+them in runtime/src/options.c; docs/runtime.md documents both). Every command that runs a
+program under the runtime (run, bench, later profile/simulate with --policy) builds its
+environment here, and `heaplayout run --print-env` prints exactly this mapping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import allocators, paths
+
+POLICIES = ("off", "callsite")
+
+# option name used on the command line -> environment variable read by the runtime
+OPTION_VARIABLES: dict[str, str] = {
+    "min_objects": "HEAPLAYOUT_MIN_OBJECTS",  # DPA 3.3.1: a context is pooled after this many objects
+    "max_size": "HEAPLAYOUT_MAX_SIZE",  # DPA 3.3.2: only objects up to this size are pooled
+    "chunk_size": "HEAPLAYOUT_CHUNK_SIZE",  # HALO 5: 1 MiB chunks
+    "range": "HEAPLAYOUT_RANGE",  # reserved virtual range for all pools
+    "cc_block": "HEAPLAYOUT_CC_BLOCK",  # ccmalloc's cc-block size
+}
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """What a run under the runtime should use. Empty options keep the runtime's defaults."""
+
+    policy: str = "off"
+    allocator: str = "glibc"  # the allocator underneath ours
+    options: dict[str, str] = field(default_factory=dict)
+    stats: bool = False
+    stats_json: str | None = None
+
+
+def preload_value(allocator: str, with_runtime: bool) -> str:
+    """LD_PRELOAD for `allocator`, with our runtime first when `with_runtime`."""
+    libs: list[str] = []
+    if with_runtime:
+        libs.append(str(paths.runtime_library()))
+    lib = allocators.allocator_library(allocator)
+    if lib is not None:
+        libs.append(str(lib))
+    return ":".join(libs)
+
+
+def runtime_env(config: RuntimeConfig) -> dict[str, str]:
+    """The variables to add to a program's environment (nothing else is changed)."""
+    if config.policy not in POLICIES:
+        raise ValueError(f"unknown policy {config.policy!r}; choose one of: {', '.join(POLICIES)}")
+    env = {"LD_PRELOAD": preload_value(config.allocator, with_runtime=True), "HEAPLAYOUT_POLICY": config.policy}
+    for name, value in config.options.items():
+        if name not in OPTION_VARIABLES:
+            raise ValueError(f"unknown runtime option {name!r}; known: {', '.join(OPTION_VARIABLES)}")
+        value = str(value)
+        if not value or any(ch.isspace() for ch in value):
+            raise ValueError(f"runtime option {name}={value!r} must be a non-empty value without spaces")
+        env[OPTION_VARIABLES[name]] = value
+    if config.stats:
+        env["HEAPLAYOUT_STATS"] = "1"
+    if config.stats_json:
+        env["HEAPLAYOUT_STATS_JSON"] = config.stats_json
+    return env
+
+
+def allocator_env(allocator: str) -> dict[str, str]:
+    """The variables for running under a plain allocator (no heaplayout runtime)."""
+    preload = preload_value(allocator, with_runtime=False)
+    return {"LD_PRELOAD": preload} if preload else {}

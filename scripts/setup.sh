@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Install what is missing, then build everything. Idempotent: a second run only rebuilds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+have() { dpkg -s "$1" >/dev/null 2>&1; }
+for pkg in build-essential cmake ninja-build valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 sqlite3 xz-utils python3-pip; do
+  have "$pkg" || need_pkgs+=("$pkg")
+done
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  echo "[setup] installing: ${need_pkgs[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+if ! python3 -c "import heaplayout, pytest" >/dev/null 2>&1 || ! command -v heaplayout >/dev/null 2>&1; then
+  echo "[setup] installing the heaplayout Python package (editable)"
+  python3 -m pip install -q -e ".[test]"
+fi
+
+scripts/build.sh
