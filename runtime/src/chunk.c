@@ -1,0 +1,152 @@
+/* The reserved range and its chunks.
+ *
+ * The whole range is mapped once, readable and writable but MAP_NORESERVE, so the kernel
+ * commits a page only when it is first touched; chunks are handed out from its start in
+ * order. A released chunk is kept as the spare (HALO keeps one) or its pages after the
+ * header page are returned to the OS with MADV_DONTNEED and it waits for reuse. Chunks
+ * whose owner thread exited wait, per pool, for another thread of that pool to adopt
+ * them. All of this is the slow path: one spinlock guards it. */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+hl_range hl_rng;
+
+static atomic_flag chunk_lock = ATOMIC_FLAG_INIT;
+static uintptr_t fresh_next;              /* next never-used chunk */
+static hl_chunk *spare_list;              /* resident, ready */
+static unsigned spare_count;
+static hl_chunk *returned_list;           /* pages returned to the OS */
+static hl_chunk *abandoned[HL_MAX_POOLS]; /* per pool, waiting for adoption */
+
+static void lock(void) {
+  while (atomic_flag_test_and_set_explicit(&chunk_lock, memory_order_acquire)) sched_yield();
+}
+static void unlock(void) { atomic_flag_clear_explicit(&chunk_lock, memory_order_release); }
+
+void hl_chunk_lock_all(void) { lock(); }
+void hl_chunk_unlock_all(void) { unlock(); }
+
+static size_t page_size(void) {
+  long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? (size_t)p : 4096;
+}
+
+int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block) {
+  range_size = (range_size + chunk_size - 1) & ~(chunk_size - 1);
+  size_t span = range_size + chunk_size;
+  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return 0;
+  uintptr_t base = ((uintptr_t)raw + chunk_size - 1) & ~(uintptr_t)(chunk_size - 1);
+  size_t head = base - (uintptr_t)raw, tail = span - head - range_size;
+  if (head) munmap(raw, head);
+  if (tail) munmap((char *)base + range_size, tail);
+
+  size_t ps = page_size();
+  size_t meta = sizeof(hl_chunk) + (chunk_size >> HL_GRANULE_SHIFT) + chunk_size / cc_block;
+  hl_rng.meta_bytes = (meta + ps - 1) & ~(ps - 1);
+  hl_rng.chunk_size = chunk_size;
+  hl_rng.chunk_mask = ~(uintptr_t)(chunk_size - 1);
+  hl_rng.cc_block = cc_block;
+  fresh_next = base;
+  hl_rng.base = base;
+  atomic_thread_fence(memory_order_release);
+  hl_rng.size = range_size; /* last: from now on pointers in the range are "ours" */
+  return 1;
+}
+
+static void chunk_prepare(hl_chunk *c, uint16_t pool) {
+  c->magic = HL_CHUNK_MAGIC;
+  c->pool = pool;
+  c->in_use = 1;
+  c->has_free = 0;
+  atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
+  c->next = c->prev = NULL;
+  c->data = (char *)c + hl_rng.meta_bytes;
+  c->end = (char *)c + hl_rng.chunk_size;
+  c->accounted = 0;
+  atomic_store_explicit(&c->remote, NULL, memory_order_relaxed);
+  hl_chunk_reset(c);
+}
+
+void hl_chunk_reset(hl_chunk *c) {
+  if (c->pool == HL_POOL_CC) memset(hl_chunk_ccfill(c), 0, hl_rng.chunk_size / hl_rng.cc_block);
+  c->bump = c->data;
+  c->live = 0;
+  c->has_free = 0;
+  c->cc_open = UINT32_MAX;
+  memset(c->free, 0, sizeof c->free);
+}
+
+hl_chunk *hl_chunk_acquire(uint16_t pool) {
+  hl_chunk *c = NULL;
+  lock();
+  if (spare_list) {
+    c = spare_list;
+    spare_list = c->next;
+    spare_count--;
+  } else if (returned_list) {
+    c = returned_list;
+    returned_list = c->next;
+  } else if (fresh_next < hl_rng.base + hl_rng.size) {
+    c = (hl_chunk *)fresh_next;
+    fresh_next += hl_rng.chunk_size;
+  }
+  unlock();
+  if (c) chunk_prepare(c, pool);
+  return c;
+}
+
+void hl_chunk_release(hl_chunk *c) {
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
+  hl_pool_resident_add(c->pool, -(long)c->accounted);
+  c->accounted = 0;
+  c->in_use = 0;
+  atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
+  lock();
+  int keep = spare_count < HL_SPARE_CHUNKS;
+  if (keep) {
+    c->next = spare_list;
+    spare_list = c;
+    spare_count++;
+  }
+  unlock();
+  if (keep) return;
+  /* keep the header page so the chunk can wait in a list */
+  size_t ps = page_size();
+  madvise((char *)c + ps, hl_rng.chunk_size - ps, MADV_DONTNEED);
+  lock();
+  c->next = returned_list;
+  returned_list = c;
+  unlock();
+}
+
+void hl_chunk_abandon(hl_chunk *c) {
+  atomic_store_explicit(&c->owner, NULL, memory_order_release);
+  lock();
+  c->prev = NULL;
+  c->next = abandoned[c->pool];
+  abandoned[c->pool] = c;
+  unlock();
+}
+
+hl_chunk *hl_chunk_adopt(uint16_t pool) {
+  if (__atomic_load_n(&abandoned[pool], __ATOMIC_RELAXED) == NULL) return NULL;
+  lock();
+  hl_chunk *c = abandoned[pool];
+  if (c) abandoned[pool] = c->next;
+  unlock();
+  if (c) c->next = c->prev = NULL;
+  return c;
+}
+
+void hl_chunk_for_each(void (*fn)(hl_chunk *c, void *arg), void *arg) {
+  for (uintptr_t a = hl_rng.base; a < fresh_next; a += hl_rng.chunk_size) {
+    hl_chunk *c = (hl_chunk *)a;
+    if (c->magic == HL_CHUNK_MAGIC && c->in_use) fn(c, arg);
+  }
+}

@@ -1,0 +1,270 @@
+/* Internal types and functions of libheaplayout. Read this first.
+ *
+ * Memory model
+ *   One reserved virtual range [range_base, range_base + range_size) holds every pooled
+ *   object, so "is this pointer ours?" is one subtraction and compare. The range is cut
+ *   into chunks aligned to their size; a chunk's header is at its start and found from
+ *   any object pointer by masking. Objects are bump-allocated inside a chunk in 16-byte
+ *   granules with no per-object header; a byte per granule in the chunk's size map
+ *   records the size class of the object that starts there (free, realloc and
+ *   malloc_usable_size read it). Freed slots go to the chunk's per-class free list and
+ *   are reused first; a chunk whose live count drops to zero is reset or released.
+ *
+ * Ownership
+ *   A chunk belongs to one thread-pool (a pool id within one thread's heap) or to one
+ *   explicit pool of the pool.h API. Only the owner touches the chunk's bump pointer,
+ *   free lists and live count, without locks. Other threads push what they free onto the
+ *   chunk's atomic remote list and never touch the chunk again; the owner collects remote
+ *   frees on its slow path (the current chunk and the chunks it searches every time, all
+ *   of its chunks before it takes a new one).
+ */
+#ifndef HL_INTERNAL_H
+#define HL_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tunables.h"
+
+#define HL_EXPORT __attribute__((visibility("default")))
+#define HL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HL_NOINLINE __attribute__((noinline))
+
+#ifdef HL_DEBUG
+void hl_assert_fail(const char *expr, const char *file, int line);
+#define hl_assert(x) ((x) ? (void)0 : hl_assert_fail(#x, __FILE__, __LINE__))
+#else
+#define hl_assert(x) ((void)0)
+#endif
+
+/* ---- size classes (size_class.c) ---- */
+#define HL_NCLASSES 45 /* class 0 is "no object"; 1..44 are sizes */
+extern const uint32_t hl_class_size[HL_NCLASSES];
+extern const uint8_t hl_small_class[(256 >> HL_GRANULE_SHIFT) + 1];
+uint8_t hl_size_class_large(size_t size);
+
+/* Size class for a request of at most HL_MAX_CLASS_SIZE bytes. */
+static inline uint8_t hl_size_class(size_t size) {
+  if (HL_LIKELY(size <= 256)) return hl_small_class[(size + HL_GRANULE - 1) >> HL_GRANULE_SHIFT];
+  return hl_size_class_large(size);
+}
+
+/* ---- options (options.c) ---- */
+enum hl_policy { HL_POLICY_UNINIT = 0, HL_POLICY_OFF, HL_POLICY_CALLSITE };
+
+typedef struct hl_options {
+  enum hl_policy policy;
+  uint32_t min_objects;
+  uint32_t max_size;
+  size_t chunk_size;
+  size_t range_size;
+  uint32_t cc_block;
+  int stats;             /* print the per-pool table on stderr at exit */
+  char stats_json[512];  /* also write JSON here ("" = no); %p becomes the pid */
+} hl_options;
+
+/* Reads and validates the environment. A bad value: one message on stderr and the
+ * policy falls back to off. Never allocates. */
+void hl_options_load(hl_options *opt);
+const char *hl_policy_name(int policy);
+
+/* ---- the allocator underneath (next.c) ---- */
+typedef struct hl_next {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void *(*memalign)(size_t, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+  size_t (*malloc_usable_size)(void *);
+} hl_next;
+
+extern hl_next hl_next_alloc;
+void hl_next_resolve(void);
+void *hl_bootstrap_alloc(size_t size, size_t align);
+int hl_is_bootstrap(const void *p);
+size_t hl_bootstrap_size(const void *p);
+
+/* ---- chunks (chunk.c) ---- */
+#define HL_CHUNK_MAGIC 0x484c434bu /* "HLCK" */
+
+struct hl_tpool;
+
+typedef struct hl_chunk {
+  uint32_t magic;
+  uint16_t pool;                      /* pool id, for stats */
+  uint8_t in_use;
+  uint8_t has_free;                   /* owner: some free list is non-empty */
+  _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
+  struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
+  char *bump, *end;                   /* bump region of fresh space */
+  char *data;                         /* first object address */
+  uint32_t live;                      /* live objects; owner only */
+  uint32_t cc_open;                   /* ccmalloc: index of the block filled last */
+  size_t accounted;                   /* extent counted into the pool's resident total */
+  _Atomic(void *) remote;             /* objects freed by other threads */
+  void *free[HL_NCLASSES];            /* per-class free lists; owner only */
+} hl_chunk;
+
+typedef struct hl_range {
+  uintptr_t base;
+  size_t size;
+  size_t chunk_size;
+  uintptr_t chunk_mask;               /* ~(chunk_size - 1) */
+  size_t meta_bytes;                  /* header + size map + cc fill, rounded to a page */
+  uint32_t cc_block;
+} hl_range;
+
+extern hl_range hl_rng; /* read on every free: keep it small and together */
+
+static inline int hl_is_ours(const void *p) {
+  return (uintptr_t)p - hl_rng.base < hl_rng.size;
+}
+static inline hl_chunk *hl_chunk_of(const void *p) {
+  return (hl_chunk *)((uintptr_t)p & hl_rng.chunk_mask);
+}
+static inline uint8_t *hl_chunk_sizemap(hl_chunk *c) {
+  return (uint8_t *)c + sizeof(hl_chunk);
+}
+static inline uint8_t *hl_chunk_ccfill(hl_chunk *c) {
+  return hl_chunk_sizemap(c) + (hl_rng.chunk_size >> HL_GRANULE_SHIFT);
+}
+static inline uint8_t hl_class_at(hl_chunk *c, const void *p) {
+  return hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT];
+}
+
+int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block);
+hl_chunk *hl_chunk_acquire(uint16_t pool);   /* NULL when the range is exhausted */
+void hl_chunk_release(hl_chunk *c);
+void hl_chunk_reset(hl_chunk *c);            /* forget every object: fresh bump space */
+void hl_chunk_abandon(hl_chunk *c);          /* owner thread exited: park for adoption */
+hl_chunk *hl_chunk_adopt(uint16_t pool);
+void hl_chunk_for_each(void (*fn)(hl_chunk *c, void *arg), void *arg); /* chunks in use */
+void hl_chunk_lock_all(void);                /* fork: prepare */
+void hl_chunk_unlock_all(void);              /* fork: parent and child */
+
+/* ---- pools and heaps (heap.c) ---- */
+struct hl_heap;
+
+/* The state of one pool in one thread (or of one explicit pool.h pool). */
+typedef struct hl_tpool {
+  hl_chunk *cur;            /* allocation happens here */
+  hl_chunk *others;         /* non-current chunks, those with free slots first */
+  struct hl_heap *heap;     /* HL_HEAP_EXPLICIT for an explicit pool */
+  uint16_t pool;
+  uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
+  uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
+  /* statistics, owner only */
+  uint64_t allocs, bytes_requested, slot_bytes, frees, freed_slot_bytes;
+} hl_tpool;
+
+typedef struct hl_heap {
+  struct hl_heap *next_heap;         /* registry of all heaps, for stats */
+  hl_tpool *tpools[HL_MAX_POOLS];    /* by pool id, created on first use */
+} hl_heap;
+
+#define HL_HEAP_DEAD ((hl_heap *)1)     /* thread is exiting: forward everything */
+#define HL_HEAP_EXPLICIT ((hl_heap *)2) /* owner of explicit pools: never a thread's heap */
+
+extern __thread hl_heap *hl_tl_heap __attribute__((tls_model("initial-exec")));
+
+hl_heap *hl_heap_get(void);          /* this thread's heap, NULL if it cannot have one */
+hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool);
+void hl_heap_init(void);
+hl_heap *hl_heap_list(void);
+void *hl_meta_alloc(size_t size);    /* internal metadata, never freed */
+void hl_heap_fork_prepare(void);
+void hl_heap_fork_done(void);
+
+/* ---- the allocation paths (alloc.c) ---- */
+void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size);
+void *hl_tpool_alloc_aligned(hl_tpool *tp, size_t size, size_t align);
+void hl_free_ours(void *p);
+void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p);
+void hl_tpool_collect_all(hl_tpool *tp);
+void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c);
+size_t hl_usable_size_ours(const void *p);
+void *hl_realloc_ours(void *p, size_t size);
+void hl_tpool_destroy(hl_tpool *tp);
+
+/* The allocation fast path: a free slot of the class, else fresh bump space. */
+static inline void *hl_tpool_alloc(hl_tpool *tp, size_t size) {
+  uint8_t cls = hl_size_class(size);
+  hl_chunk *c = tp->cur;
+  if (HL_LIKELY(c != NULL)) {
+    void *obj = c->free[cls];
+    if (obj != NULL) {
+      c->free[cls] = *(void **)obj;
+      c->live++;
+      tp->allocs++;
+      tp->bytes_requested += size;
+      tp->slot_bytes += hl_class_size[cls];
+      return obj;
+    }
+    char *b = c->bump;
+    if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls])) {
+      c->bump = b + hl_class_size[cls];
+      hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
+      c->live++;
+      tp->allocs++;
+      tp->bytes_requested += size;
+      tp->slot_bytes += hl_class_size[cls];
+      return b;
+    }
+  }
+  return hl_tpool_alloc_slow(tp, cls, size);
+}
+
+/* ---- placement policies (policy.c) ---- */
+/* Pool id for an allocation of `size` bytes made from return address `ra`; 0: forward. */
+uint16_t hl_callsite_pool(uintptr_t ra, size_t size);
+uint16_t hl_pool_id_new(void);       /* 0 when ids are exhausted */
+uint32_t hl_pool_count(void);
+uintptr_t hl_pool_site(uint16_t pool);
+void hl_pool_set_site(uint16_t pool, uintptr_t site);
+
+/* reserved pool ids */
+#define HL_POOL_NONE 0
+#define HL_POOL_CC 1      /* ccmalloc */
+#define HL_POOL_API 2     /* explicit pools of pool.h (stats only) */
+#define HL_POOL_FIRST_DYNAMIC 3
+
+/* ---- state (init.c) ---- */
+typedef struct hl_state {
+  _Atomic(int) policy;     /* enum hl_policy; UNINIT until hl_init finished */
+  hl_options opt;
+  _Atomic(uint64_t) forwarded_objects, forwarded_bytes; /* only counted with stats */
+} hl_state_t;
+
+extern hl_state_t hl_state;
+extern __thread int hl_in_init;
+void hl_init(void);
+void hl_ensure_init(void);
+static inline int hl_policy(void) {
+  int p = atomic_load_explicit(&hl_state.policy, memory_order_relaxed);
+  if (HL_UNLIKELY(p == HL_POLICY_UNINIT)) {
+    hl_init();
+    p = atomic_load_explicit(&hl_state.policy, memory_order_acquire);
+  }
+  return p;
+}
+
+/* ---- entry points shared by interpose.c, new_delete.c, pool_api.c, ccmalloc.c ---- */
+void *hl_malloc_from(size_t size, uintptr_t ra);
+void hl_free(void *p);
+
+/* ---- statistics (stats.c) ---- */
+void hl_stats_report(void);
+void hl_pool_resident_add(uint16_t pool, long delta); /* sampled at chunk events for the peak */
+void hl_stats_add_explicit(const hl_tpool *tp);       /* a pool.h pool is being destroyed */
+
+/* ---- small helpers (util.c) ---- */
+void hl_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int hl_format(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

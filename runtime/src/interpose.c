@@ -1,0 +1,158 @@
+/* The C allocation interface, interposed. Each entry point asks the policy for a pool;
+ * no pool (or a pool that cannot serve) means the allocator underneath does the work.
+ * A pointer is ours exactly when it lies in the reserved range, so free, realloc and
+ * malloc_usable_size of another allocator's pointers go straight back to it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void count_forwarded(size_t size) {
+  if (HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0))) {
+    atomic_fetch_add_explicit(&hl_state.forwarded_objects, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&hl_state.forwarded_bytes, size, memory_order_relaxed);
+  }
+}
+
+static inline void *pooled_alloc(uint16_t pool, size_t size) {
+  hl_heap *heap = hl_heap_get();
+  if (HL_UNLIKELY(heap == NULL)) return NULL;
+  hl_tpool *tp = heap->tpools[pool];
+  if (HL_UNLIKELY(tp == NULL) && (tp = hl_tpool_create(heap, pool)) == NULL) return NULL;
+  return hl_tpool_alloc(tp, size);
+}
+
+/* malloc on behalf of the caller whose return address is ra. */
+void *hl_malloc_from(size_t size, uintptr_t ra) {
+  int policy = hl_policy();
+  if (policy == HL_POLICY_CALLSITE) {
+    uint16_t pool = hl_callsite_pool(ra, size);
+    if (pool != 0) {
+      void *p = pooled_alloc(pool, size);
+      if (HL_LIKELY(p != NULL)) return p;
+    }
+  } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
+    return hl_bootstrap_alloc(size, HL_GRANULE);
+  }
+  count_forwarded(size);
+  return hl_next_alloc.malloc(size);
+}
+
+void hl_free(void *p) {
+  if (HL_LIKELY(hl_is_ours(p))) {
+    hl_free_ours(p);
+    return;
+  }
+  if (p == NULL || HL_UNLIKELY(hl_is_bootstrap(p))) return;
+  if (HL_UNLIKELY(hl_next_alloc.free == NULL)) hl_init();
+  hl_next_alloc.free(p);
+}
+
+HL_EXPORT void *malloc(size_t size) { return hl_malloc_from(size, (uintptr_t)__builtin_return_address(0)); }
+
+HL_EXPORT void free(void *p) { hl_free(p); }
+
+HL_EXPORT void *calloc(size_t n, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  int policy = hl_policy();
+  if (policy == HL_POLICY_CALLSITE) {
+    uint16_t pool = hl_callsite_pool((uintptr_t)__builtin_return_address(0), total);
+    if (pool != 0) {
+      void *p = pooled_alloc(pool, total);
+      if (HL_LIKELY(p != NULL)) return memset(p, 0, total);
+    }
+  } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
+    return hl_bootstrap_alloc(total, HL_GRANULE);
+  }
+  count_forwarded(total);
+  return hl_next_alloc.calloc(n, size);
+}
+
+static void *realloc_from(void *p, size_t size, uintptr_t ra) {
+  if (p == NULL) return hl_malloc_from(size, ra);
+  if (hl_is_ours(p)) {
+    if (size == 0) { /* glibc's behaviour: free and return NULL */
+      hl_free_ours(p);
+      return NULL;
+    }
+    return hl_realloc_ours(p, size);
+  }
+  if (HL_UNLIKELY(hl_is_bootstrap(p))) {
+    void *n = hl_malloc_from(size, ra);
+    if (n) {
+      size_t old = hl_bootstrap_size(p);
+      memcpy(n, p, old < size ? old : size);
+    }
+    return n;
+  }
+  return hl_next_alloc.realloc(p, size);
+}
+
+HL_EXPORT void *realloc(void *p, size_t size) {
+  return realloc_from(p, size, (uintptr_t)__builtin_return_address(0));
+}
+
+HL_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc_from(p, total, (uintptr_t)__builtin_return_address(0));
+}
+
+/* Alignments up to the granule are what malloc gives anyway; larger ones go below us. */
+static void *aligned_from(size_t align, size_t size, uintptr_t ra, void *(*below)(size_t, size_t)) {
+  int policy = hl_policy();
+  if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, align);
+  if (align <= HL_GRANULE && policy == HL_POLICY_CALLSITE) return hl_malloc_from(size, ra);
+  count_forwarded(size);
+  return below(align, size);
+}
+
+HL_EXPORT void *memalign(size_t align, size_t size) {
+  (void)hl_policy();
+  return aligned_from(align, size, (uintptr_t)__builtin_return_address(0), hl_next_alloc.memalign);
+}
+
+HL_EXPORT void *aligned_alloc(size_t align, size_t size) {
+  (void)hl_policy();
+  if (align == 0 || (align & (align - 1))) return hl_next_alloc.aligned_alloc(align, size); /* its error */
+  return aligned_from(align, size, (uintptr_t)__builtin_return_address(0), hl_next_alloc.aligned_alloc);
+}
+
+HL_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+  if (align < sizeof(void *) || (align & (align - 1))) return EINVAL;
+  (void)hl_policy();
+  void *p = aligned_from(align, size, (uintptr_t)__builtin_return_address(0), hl_next_alloc.memalign);
+  if (p == NULL) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+HL_EXPORT void *valloc(size_t size) {
+  if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, 4096);
+  count_forwarded(size);
+  return hl_next_alloc.valloc(size);
+}
+
+HL_EXPORT void *pvalloc(size_t size) {
+  if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc((size + 4095) & ~(size_t)4095, 4096);
+  count_forwarded(size);
+  return hl_next_alloc.pvalloc(size);
+}
+
+HL_EXPORT size_t malloc_usable_size(void *p) {
+  if (hl_is_ours(p)) return hl_usable_size_ours(p);
+  if (p == NULL) return 0;
+  if (hl_is_bootstrap(p)) return hl_bootstrap_size(p);
+  if (HL_UNLIKELY(hl_next_alloc.malloc_usable_size == NULL)) hl_init();
+  return hl_next_alloc.malloc_usable_size(p);
+}

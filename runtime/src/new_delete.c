@@ -1,0 +1,87 @@
+/* Every C++ operator new and delete, defined here under their mangled names so that C++
+ * allocation sites are seen directly (the return address is the program's call site, not
+ * a frame inside libstdc++) and without making this library depend on libstdc++.
+ *
+ * On failure, new behaves as the standard says: call the installed new_handler until it
+ * gives up, then throw std::bad_alloc (nothrow forms return NULL). Both the handler
+ * getter and the throw helper are looked up in libstdc++ only when needed; a C++
+ * program always has it loaded. This file is compiled with -fexceptions so that the
+ * exception can unwind through these frames. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+typedef void (*new_handler_fn)(void);
+
+static void *retry_or_throw(size_t size, size_t align, uintptr_t ra, int nothrow) {
+  for (;;) {
+    new_handler_fn (*get_handler)(void) = (new_handler_fn(*)(void))dlsym(RTLD_DEFAULT, "_ZSt15get_new_handlerv");
+    new_handler_fn handler = get_handler ? get_handler() : NULL;
+    if (handler == NULL) {
+      if (nothrow) return NULL;
+      void (*throw_bad_alloc)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "_ZSt17__throw_bad_allocv");
+      if (throw_bad_alloc) throw_bad_alloc();
+      abort();
+    }
+    handler();
+    void *p = align <= HL_GRANULE ? hl_malloc_from(size, ra) : hl_next_alloc.memalign(align, size);
+    if (p) return p;
+  }
+}
+
+static inline void *new_impl(size_t size, uintptr_t ra, int nothrow) {
+  void *p = hl_malloc_from(size ? size : 1, ra);
+  if (HL_LIKELY(p != NULL)) return p;
+  return retry_or_throw(size ? size : 1, 0, ra, nothrow);
+}
+
+static void *new_aligned_impl(size_t size, size_t align, uintptr_t ra, int nothrow) {
+  if (align <= HL_GRANULE) return new_impl(size, ra, nothrow);
+  if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, align);
+  void *p = hl_next_alloc.memalign(align, size ? size : 1);
+  if (HL_LIKELY(p != NULL)) return p;
+  return retry_or_throw(size ? size : 1, align, ra, nothrow);
+}
+
+#define RA ((uintptr_t)__builtin_return_address(0))
+
+/* new */
+HL_EXPORT void *_Znwm(size_t size) { return new_impl(size, RA, 0); }
+HL_EXPORT void *_Znam(size_t size) { return new_impl(size, RA, 0); }
+HL_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; return new_impl(size, RA, 1); }
+HL_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; return new_impl(size, RA, 1); }
+HL_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
+HL_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
+HL_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
+  (void)nt;
+  return new_aligned_impl(size, align, RA, 1);
+}
+HL_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
+  (void)nt;
+  return new_aligned_impl(size, align, RA, 1);
+}
+
+/* delete: every form frees; the size and alignment arguments are not needed because the
+ * pointer alone says whose it is and how large its slot is. */
+HL_EXPORT void _ZdlPv(void *p) { hl_free(p); }
+HL_EXPORT void _ZdaPv(void *p) { hl_free(p); }
+HL_EXPORT void _ZdlPvm(void *p, size_t size) { (void)size; hl_free(p); }
+HL_EXPORT void _ZdaPvm(void *p, size_t size) { (void)size; hl_free(p); }
+HL_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; hl_free(p); }
+HL_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; hl_free(p); }
+HL_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align) { (void)align; hl_free(p); }
+HL_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align) { (void)align; hl_free(p); }
+HL_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align) { (void)size; (void)align; hl_free(p); }
+HL_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align) { (void)size; (void)align; hl_free(p); }
+HL_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt) {
+  (void)align;
+  (void)nt;
+  hl_free(p);
+}
+HL_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt) {
+  (void)align;
+  (void)nt;
+  hl_free(p);
+}

@@ -1,0 +1,81 @@
+/* The allocator underneath: whatever comes after us in symbol search order (glibc, or a
+ * jemalloc/mimalloc/tcmalloc preloaded after us). Everything we do not place goes there.
+ *
+ * dlsym itself may allocate (glibc's dlerror buffers use calloc); while we resolve, such
+ * requests are served from a static buffer that is never freed. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+hl_next hl_next_alloc;
+
+static _Alignas(64) char bootstrap_buf[HL_BOOTSTRAP_BYTES];
+static _Atomic(size_t) bootstrap_used;
+
+/* Each bootstrap object has its size in the 8 bytes before it (realloc needs it). */
+void *hl_bootstrap_alloc(size_t size, size_t align) {
+  if (align < HL_GRANULE) align = HL_GRANULE;
+  size_t old = atomic_load(&bootstrap_used), start;
+  do {
+    start = (old + sizeof(size_t) + align - 1) & ~(align - 1);
+    if (start + size > sizeof bootstrap_buf || start + size < start) return NULL;
+  } while (!atomic_compare_exchange_weak(&bootstrap_used, &old, start + size));
+  ((size_t *)(bootstrap_buf + start))[-1] = size;
+  return bootstrap_buf + start; /* zero: the buffer is in .bss and never reused */
+}
+
+size_t hl_bootstrap_size(const void *p) { return ((const size_t *)p)[-1]; }
+
+int hl_is_bootstrap(const void *p) {
+  return (const char *)p >= bootstrap_buf && (const char *)p < bootstrap_buf + sizeof bootstrap_buf;
+}
+
+/* glibc exports its allocator under these names too: the fallback when dlsym fails. */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+static size_t page_size(void) {
+  long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? (size_t)p : 4096;
+}
+
+/* Stand-ins for entry points the allocator underneath may lack. */
+static int fallback_posix_memalign(void **out, size_t align, size_t size) {
+  void *p = hl_next_alloc.memalign(align, size);
+  if (p == NULL) return ENOMEM;
+  *out = p;
+  return 0;
+}
+static void *fallback_aligned_alloc(size_t align, size_t size) { return hl_next_alloc.memalign(align, size); }
+static void *fallback_valloc(size_t size) { return hl_next_alloc.memalign(page_size(), size); }
+static void *fallback_pvalloc(size_t size) {
+  size_t ps = page_size();
+  return hl_next_alloc.memalign(ps, (size + ps - 1) & ~(ps - 1));
+}
+static size_t fallback_usable_size(void *p) { (void)p; return 0; }
+
+#define RESOLVE(field, fallback)                                        \
+  do {                                                                  \
+    void *sym = dlsym(RTLD_NEXT, #field);                               \
+    hl_next_alloc.field = sym ? (__typeof__(hl_next_alloc.field))sym : (fallback); \
+  } while (0)
+
+void hl_next_resolve(void) {
+  RESOLVE(malloc, __libc_malloc);
+  RESOLVE(free, __libc_free);
+  RESOLVE(calloc, __libc_calloc);
+  RESOLVE(realloc, __libc_realloc);
+  RESOLVE(memalign, __libc_memalign);
+  RESOLVE(posix_memalign, fallback_posix_memalign);
+  RESOLVE(aligned_alloc, fallback_aligned_alloc);
+  RESOLVE(valloc, fallback_valloc);
+  RESOLVE(pvalloc, fallback_pvalloc);
+  RESOLVE(malloc_usable_size, fallback_usable_size);
+}

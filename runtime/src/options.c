@@ -1,0 +1,142 @@
+/* Settings from the environment (set by `heaplayout run`), validated once at start.
+ * A bad value gives one message and the run continues unoptimized (policy off): the
+ * program must run correctly whatever we are told. Set-uid programs ignore it all. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "internal.h"
+
+extern char **environ;
+
+static const char *const known_variables[] = {
+    "HEAPLAYOUT_POLICY",     "HEAPLAYOUT_MIN_OBJECTS", "HEAPLAYOUT_MAX_SIZE",
+    "HEAPLAYOUT_CHUNK_SIZE", "HEAPLAYOUT_RANGE",       "HEAPLAYOUT_CC_BLOCK",
+    "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  NULL,
+};
+
+/* "123", "64K", "1M", "16G" (binary multiples). 0 on error. */
+static int parse_size(const char *s, unsigned long long *out) {
+  if (s == NULL || *s < '0' || *s > '9') return 0;
+  unsigned long long v = 0;
+  while (*s >= '0' && *s <= '9') {
+    if (v > (~0ull - 9) / 10) return 0;
+    v = v * 10 + (unsigned long long)(*s++ - '0');
+  }
+  unsigned shift = 0;
+  switch (*s) {
+    case 'k': case 'K': shift = 10; s++; break;
+    case 'm': case 'M': shift = 20; s++; break;
+    case 'g': case 'G': shift = 30; s++; break;
+    default: break;
+  }
+  if (*s == 'i' || *s == 'B') s++; /* accept 64KiB, 64KB */
+  if (*s == 'B') s++;
+  if (*s != '\0') return 0;
+  if (shift && v > (~0ull >> shift)) return 0;
+  *out = v << shift;
+  return 1;
+}
+
+const char *hl_policy_name(int policy) {
+  switch (policy) {
+    case HL_POLICY_OFF: return "off";
+    case HL_POLICY_CALLSITE: return "callsite";
+    default: return "uninitialised";
+  }
+}
+
+static int is_pow2(unsigned long long v) { return v && !(v & (v - 1)); }
+
+/* One numeric setting: returns 0 (and says why) when present but invalid. */
+static int size_setting(const char *name, unsigned long long lo, unsigned long long hi,
+                        int need_pow2, unsigned long long *value) {
+  const char *s = getenv(name);
+  if (s == NULL) return 1;
+  unsigned long long v;
+  if (!parse_size(s, &v)) {
+    hl_message("%s='%s' is not a number or size (examples: 100, 4K, 1M); running unoptimized", name, s);
+    return 0;
+  }
+  if (v < lo || v > hi || (need_pow2 && !is_pow2(v))) {
+    hl_message("%s=%s is out of range: expected %s%llu..%llu; running unoptimized", name, s,
+               need_pow2 ? "a power of two in " : "", lo, hi);
+    return 0;
+  }
+  *value = v;
+  return 1;
+}
+
+static void warn_unknown_variables(void) {
+  for (char **e = environ; e && *e; e++) {
+    if (strncmp(*e, "HEAPLAYOUT_", 11) != 0) continue;
+    size_t len = strcspn(*e, "=");
+    int known = 0;
+    for (const char *const *k = known_variables; *k; k++)
+      if (strlen(*k) == len && strncmp(*e, *k, len) == 0) known = 1;
+    if (!known && strncmp(*e, "HEAPLAYOUT_BUILD_DIR", len) != 0)
+      hl_message("ignoring unknown setting %.*s", (int)len, *e);
+  }
+}
+
+void hl_options_load(hl_options *opt) {
+  memset(opt, 0, sizeof *opt);
+  opt->policy = HL_POLICY_OFF;
+  opt->min_objects = HL_DEFAULT_MIN_OBJECTS;
+  opt->max_size = HL_DEFAULT_MAX_SIZE;
+  opt->chunk_size = HL_DEFAULT_CHUNK_SIZE;
+  opt->range_size = HL_DEFAULT_RANGE;
+  opt->cc_block = HL_DEFAULT_CC_BLOCK;
+  if (getauxval(AT_SECURE)) return; /* set-uid/set-gid: the environment is not trusted */
+
+  warn_unknown_variables();
+  int ok = 1;
+  enum hl_policy policy = HL_POLICY_OFF;
+  const char *p = getenv("HEAPLAYOUT_POLICY");
+  if (p != NULL) {
+    if (strcmp(p, "off") == 0) policy = HL_POLICY_OFF;
+    else if (strcmp(p, "callsite") == 0) policy = HL_POLICY_CALLSITE;
+    else {
+      hl_message("HEAPLAYOUT_POLICY='%s' is not a policy (off, callsite); running unoptimized", p);
+      ok = 0;
+    }
+  }
+  unsigned long long v;
+  v = opt->min_objects;
+  ok &= size_setting("HEAPLAYOUT_MIN_OBJECTS", 0, 1000000000ull, 0, &v);
+  opt->min_objects = (uint32_t)v;
+  v = opt->max_size;
+  ok &= size_setting("HEAPLAYOUT_MAX_SIZE", 1, HL_MAX_CLASS_SIZE, 0, &v);
+  opt->max_size = (uint32_t)v;
+  v = opt->chunk_size;
+  ok &= size_setting("HEAPLAYOUT_CHUNK_SIZE", HL_MIN_CHUNK_SIZE, HL_MAX_CHUNK_SIZE, 1, &v);
+  opt->chunk_size = (size_t)v;
+  v = opt->range_size;
+  ok &= size_setting("HEAPLAYOUT_RANGE", 64ull << 20, 1ull << 40, 0, &v);
+  opt->range_size = (size_t)v;
+  v = opt->cc_block;
+  ok &= size_setting("HEAPLAYOUT_CC_BLOCK", HL_MIN_CC_BLOCK, HL_MAX_CC_BLOCK, 1, &v);
+  opt->cc_block = (uint32_t)v;
+  if (ok && opt->range_size < 16 * opt->chunk_size) {
+    hl_message("HEAPLAYOUT_RANGE must hold at least 16 chunks of HEAPLAYOUT_CHUNK_SIZE; running unoptimized");
+    opt->range_size = HL_DEFAULT_RANGE;
+    opt->chunk_size = HL_DEFAULT_CHUNK_SIZE;
+    ok = 0;
+  }
+
+  const char *s = getenv("HEAPLAYOUT_STATS");
+  if (s != NULL) {
+    if (strcmp(s, "1") == 0) opt->stats = 1;
+    else if (strcmp(s, "0") != 0) {
+      hl_message("HEAPLAYOUT_STATS='%s' must be 0 or 1; statistics stay off", s);
+    }
+  }
+  const char *j = getenv("HEAPLAYOUT_STATS_JSON");
+  if (j != NULL && *j) {
+    if (strlen(j) >= sizeof opt->stats_json)
+      hl_message("HEAPLAYOUT_STATS_JSON is too long a path; no JSON statistics");
+    else
+      strcpy(opt->stats_json, j);
+  }
+  opt->policy = ok ? policy : HL_POLICY_OFF;
+}

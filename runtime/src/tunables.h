@@ -1,0 +1,52 @@
+/* Every tunable of the runtime, with its default and where the default comes from.
+ * The environment can override those marked (env); options.c validates them. */
+#ifndef HL_TUNABLES_H
+#define HL_TUNABLES_H
+
+/* (env HEAPLAYOUT_MIN_OBJECTS) DPA 3.3.1: a context gets a pool only after this many
+ * objects; fewer would leave sparsely filled pool memory that hurts locality. */
+#define HL_DEFAULT_MIN_OBJECTS 100u
+
+/* (env HEAPLAYOUT_MAX_SIZE) DPA 3.3.2: larger objects span lines anyway and gain little. */
+#define HL_DEFAULT_MAX_SIZE 128u
+
+/* (env HEAPLAYOUT_CHUNK_SIZE) HALO 5: grouped objects come from 1 MiB chunks. */
+#define HL_DEFAULT_CHUNK_SIZE (1u << 20)
+#define HL_MIN_CHUNK_SIZE (256u << 10)
+#define HL_MAX_CHUNK_SIZE (64u << 20)
+
+/* (env HEAPLAYOUT_RANGE) one reserved range for all pools; 16 GiB of address space costs
+ * nothing until touched and stays well inside what valgrind can map for a client. */
+#define HL_DEFAULT_RANGE (16ull << 30)
+
+/* (env HEAPLAYOUT_CC_BLOCK) ccmalloc: a cc-block of 256 bytes (a few cache lines). */
+#define HL_DEFAULT_CC_BLOCK 256u
+#define HL_MIN_CC_BLOCK 64u
+#define HL_MAX_CC_BLOCK 2048u /* block fill is kept in one byte of 16-byte granules */
+
+/* HALO 5: keep a single spare empty chunk for reuse; return the others to the OS. */
+#define HL_SPARE_CHUNKS 1u
+
+/* Objects are placed in 16-byte granules: the alignment malloc promises on x86-64. */
+#define HL_GRANULE_SHIFT 4u
+#define HL_GRANULE (1u << HL_GRANULE_SHIFT)
+
+/* The largest object a pool holds; larger requests go to the allocator underneath. */
+#define HL_MAX_CLASS_SIZE (32u << 10)
+
+/* Pool ids are small integers; 0 means "not pooled". Contexts past this many pools are
+ * simply not pooled. */
+#define HL_MAX_POOLS 4096u
+
+/* Open-addressed table of allocation contexts (return addresses) for the callsite policy;
+ * 64K entries cover far more call sites than a large program has. */
+#define HL_CONTEXT_TABLE_BITS 16u
+
+/* A freshly non-current chunk with free slots is searched again before a new chunk is
+ * taken; searching is bounded so the slow path stays O(1). */
+#define HL_PARTIAL_SEARCH 8u
+
+/* dlsym may allocate before the allocator underneath is known: served from here. */
+#define HL_BOOTSTRAP_BYTES (64u << 10)
+
+#endif

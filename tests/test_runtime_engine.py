@@ -1,0 +1,107 @@
+"""Unit tests of the runtime's chunk/pool engine (tests/runtime/engine_test.c), each case
+run in the environment it needs; the C side checks addresses, contents and residency."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_program
+
+CALLSITE_EVERY = {"HEAPLAYOUT_POLICY": "callsite", "HEAPLAYOUT_MIN_OBJECTS": "0"}
+
+CASES = {
+    "pooling_threshold": {"HEAPLAYOUT_POLICY": "callsite", "HEAPLAYOUT_MIN_OBJECTS": "10"},
+    "alignment": CALLSITE_EVERY,
+    "reuse": CALLSITE_EVERY,
+    "chunk_return": CALLSITE_EVERY,
+    "realloc_in_place": {**CALLSITE_EVERY, "HEAPLAYOUT_MAX_SIZE": "1024"},
+    "cross_thread_free": CALLSITE_EVERY,
+    "foreign_pointers": CALLSITE_EVERY,
+    "ccmalloc": {"HEAPLAYOUT_CC_BLOCK": "256"},
+    "pool_api": {},
+    "fork": CALLSITE_EVERY,
+}
+
+
+@pytest.fixture(scope="module")
+def engine_test(build_dir):
+    path = build_dir / "tests" / "runtime" / "engine_test"
+    assert path.exists(), f"{path} not built"
+    return str(path)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_engine_case(engine_test, case):
+    r = run_program([engine_test, case], env_extra=CASES[case])
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"check failed" not in r.stderr
+
+
+def test_an_unknown_case_fails(engine_test):
+    """The driver itself can fail: a case that does not exist is an error."""
+    r = run_program([engine_test, "no_such_case"])
+    assert r.returncode == 2
+
+
+@pytest.mark.parametrize(
+    "variable,value",
+    [
+        ("HEAPLAYOUT_POLICY", "bogus"),
+        ("HEAPLAYOUT_MIN_OBJECTS", "many"),
+        ("HEAPLAYOUT_MAX_SIZE", "0"),
+        ("HEAPLAYOUT_CHUNK_SIZE", "3M"),
+        ("HEAPLAYOUT_RANGE", "1K"),
+        ("HEAPLAYOUT_CC_BLOCK", "100"),
+    ],
+)
+def test_bad_setting_gives_one_message_and_runs_unoptimized(engine_test, variable, value):
+    env = {"HEAPLAYOUT_POLICY": "callsite", variable: value}
+    r = run_program([engine_test, "policy_name"], env_extra=env)
+    assert r.returncode == 0
+    messages = [line for line in r.stderr.decode().splitlines() if line.startswith("heaplayout:")]
+    assert len(messages) == 1, messages
+    assert variable in messages[0] and "unoptimized" in messages[0]
+    assert r.stdout.decode().strip() == "policy off"
+
+
+def test_good_settings_are_accepted(engine_test):
+    env = {"HEAPLAYOUT_POLICY": "callsite", "HEAPLAYOUT_MIN_OBJECTS": "5", "HEAPLAYOUT_MAX_SIZE": "4K",
+           "HEAPLAYOUT_CHUNK_SIZE": "4M", "HEAPLAYOUT_RANGE": "8G", "HEAPLAYOUT_CC_BLOCK": "512"}
+    r = run_program([engine_test, "policy_name"], env_extra=env)
+    assert r.returncode == 0 and r.stderr == b""
+    assert r.stdout.decode().strip() == "policy callsite"
+
+
+def test_unknown_variable_is_named(engine_test):
+    r = run_program([engine_test, "policy_name"], env_extra={"HEAPLAYOUT_POLCY": "callsite"})
+    assert r.returncode == 0
+    assert "HEAPLAYOUT_POLCY" in r.stderr.decode()
+
+
+def test_stats_json_and_table(engine_test, tmp_path):
+    out = tmp_path / "stats.json"
+    env = {**CASES["pooling_threshold"], "HEAPLAYOUT_STATS": "1", "HEAPLAYOUT_STATS_JSON": str(out)}
+    r = run_program([engine_test, "pooling_threshold"], env_extra=env)
+    assert r.returncode == 0
+    stats = json.loads(out.read_text())
+    assert stats["version"] == 1 and stats["policy"] == "callsite"
+    pools = [p for p in stats["pools"] if p["kind"] == "site"]
+    # two sites pooled after 10 objects each: 10 pooled objects per site
+    assert sorted(p["objects"] for p in pools) == [10, 10]
+    assert all(p["bytes_requested"] == 480 and p["live_objects"] == 0 for p in pools)
+    assert all(p["bytes_resident"] > 0 and p["peak_resident"] >= p["bytes_resident"] for p in pools)
+    assert {p["symbol"] for p in pools} <= {"site_a", "site_b", ""}
+    assert stats["forwarded"]["objects"] >= 21  # 10 + 10 before the threshold, and the 4 KiB one
+    table = r.stderr.decode()
+    assert "policy callsite, 2 pools" in table and "objects" in table
+
+
+def test_stats_json_pid_substitution(engine_test, tmp_path):
+    env = {"HEAPLAYOUT_STATS_JSON": str(tmp_path / "s.%p.json")}
+    r = run_program([engine_test, "policy_name"], env_extra=env)
+    assert r.returncode == 0
+    files = list(tmp_path.glob("s.*.json"))
+    assert len(files) == 1 and files[0].name != "s.%p.json"
+    assert json.loads(files[0].read_text())["policy"] == "off"
