@@ -74,6 +74,7 @@ static void heap_retire(hl_tpool *tp) {
 static void heap_thread_exit(void *arg) {
   hl_heap *heap = arg;
   tl_heap = HL_HEAP_DEAD; /* allocations from later destructors are forwarded */
+  hl_site_cache_clear();
   for (unsigned i = 0; i < HL_MAX_POOLS; i++)
     if (heap->tpools[i]) heap_retire(heap->tpools[i]);
 }

@@ -44,6 +44,8 @@ void hl_init(void) {
   hl_in_init = 0;
   atomic_store_explicit(&init_stage, 2, memory_order_release);
   atomic_store_explicit(&hl_state.policy, policy, memory_order_release);
+  int counting = hl_state.opt.stats || hl_state.opt.stats_json[0];
+  atomic_store_explicit(&hl_state.passthrough, policy == HL_POLICY_OFF && !counting, memory_order_release);
 }
 
 /* For entry points that need the range but not a policy (pool.h, ccmalloc.h). */

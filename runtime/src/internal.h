@@ -87,7 +87,10 @@ typedef struct hl_next {
 extern hl_next hl_next_alloc;
 void hl_next_resolve(void);
 void *hl_bootstrap_alloc(size_t size, size_t align);
-int hl_is_bootstrap(const void *p);
+extern char hl_bootstrap_buf[HL_BOOTSTRAP_BYTES];
+static inline int hl_is_bootstrap(const void *p) {
+  return (uintptr_t)p - (uintptr_t)hl_bootstrap_buf < HL_BOOTSTRAP_BYTES;
+}
 size_t hl_bootstrap_size(const void *p);
 
 /* ---- chunks (chunk.c) ---- */
@@ -236,7 +239,8 @@ void hl_pool_set_site(uint16_t pool, uintptr_t site);
 
 /* ---- state (init.c) ---- */
 typedef struct hl_state {
-  _Atomic(int) policy;     /* enum hl_policy; UNINIT until hl_init finished */
+  _Atomic(int) passthrough; /* policy off and nothing to count: malloc goes straight below */
+  _Atomic(int) policy;      /* enum hl_policy; UNINIT until hl_init finished */
   hl_options opt;
   _Atomic(uint64_t) forwarded_objects, forwarded_bytes; /* only counted with stats */
 } hl_state_t;
@@ -256,6 +260,7 @@ static inline int hl_policy(void) {
 
 /* ---- entry points shared by interpose.c, new_delete.c, pool_api.c, ccmalloc.c ---- */
 void *hl_malloc_from(size_t size, uintptr_t ra);
+void hl_site_cache_clear(void); /* the thread's cached pooled sites (thread exit) */
 void hl_free(void *p);
 
 /* ---- statistics (stats.c) ---- */

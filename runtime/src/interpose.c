@@ -17,23 +17,45 @@ static void count_forwarded(size_t size) {
   }
 }
 
-static inline void *pooled_alloc(uint16_t pool, size_t size) {
+/* Per-thread cache of pooled call sites: a hit skips the context table and the heap
+ * lookup. Direct-mapped by return address; only pooled sites are entered. */
+#define SITE_CACHE_SLOTS 16u
+typedef struct site_cache_entry {
+  uintptr_t ra;
+  hl_tpool *tp;
+} site_cache_entry;
+static __thread site_cache_entry tl_sites[SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+
+void hl_site_cache_clear(void) {
+  for (unsigned i = 0; i < SITE_CACHE_SLOTS; i++) tl_sites[i].ra = 0;
+}
+
+static HL_NOINLINE hl_tpool *site_tpool_slow(uintptr_t ra, size_t size, site_cache_entry *e) {
+  uint16_t pool = hl_callsite_pool(ra, size);
+  if (pool == 0) return NULL;
   hl_heap *heap = hl_heap_get();
-  if (HL_UNLIKELY(heap == NULL)) return NULL;
+  if (heap == NULL) return NULL;
   hl_tpool *tp = heap->tpools[pool];
-  if (HL_UNLIKELY(tp == NULL) && (tp = hl_tpool_create(heap, pool)) == NULL) return NULL;
-  return hl_tpool_alloc(tp, size);
+  if (tp == NULL && (tp = hl_tpool_create(heap, pool)) == NULL) return NULL;
+  e->ra = ra;
+  e->tp = tp;
+  return tp;
+}
+
+/* The callsite policy's placement: a pooled object, or NULL to forward. */
+static inline void *callsite_alloc(size_t size, uintptr_t ra) {
+  if (size > hl_state.opt.max_size) return NULL;
+  site_cache_entry *e = &tl_sites[(ra >> 2) & (SITE_CACHE_SLOTS - 1)];
+  hl_tpool *tp = HL_LIKELY(e->ra == ra) ? e->tp : site_tpool_slow(ra, size, e);
+  return tp != NULL ? hl_tpool_alloc(tp, size) : NULL;
 }
 
 /* malloc on behalf of the caller whose return address is ra. */
 void *hl_malloc_from(size_t size, uintptr_t ra) {
   int policy = hl_policy();
   if (policy == HL_POLICY_CALLSITE) {
-    uint16_t pool = hl_callsite_pool(ra, size);
-    if (pool != 0) {
-      void *p = pooled_alloc(pool, size);
-      if (HL_LIKELY(p != NULL)) return p;
-    }
+    void *p = callsite_alloc(size, ra);
+    if (HL_LIKELY(p != NULL)) return p;
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(size, HL_GRANULE);
   }
@@ -41,19 +63,24 @@ void *hl_malloc_from(size_t size, uintptr_t ra) {
   return hl_next_alloc.malloc(size);
 }
 
-void hl_free(void *p) {
-  if (HL_LIKELY(hl_is_ours(p))) {
+static inline void free_inline(void *p) {
+  if (hl_is_ours(p)) {
     hl_free_ours(p);
     return;
   }
-  if (p == NULL || HL_UNLIKELY(hl_is_bootstrap(p))) return;
-  if (HL_UNLIKELY(hl_next_alloc.free == NULL)) hl_init();
+  if (HL_UNLIKELY(hl_is_bootstrap(p))) return;
   hl_next_alloc.free(p);
 }
 
-HL_EXPORT void *malloc(size_t size) { return hl_malloc_from(size, (uintptr_t)__builtin_return_address(0)); }
+void hl_free(void *p) { free_inline(p); }
 
-HL_EXPORT void free(void *p) { hl_free(p); }
+HL_EXPORT void *malloc(size_t size) {
+  if (HL_LIKELY(atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed)))
+    return hl_next_alloc.malloc(size);
+  return hl_malloc_from(size, (uintptr_t)__builtin_return_address(0));
+}
+
+HL_EXPORT void free(void *p) { free_inline(p); }
 
 HL_EXPORT void *calloc(size_t n, size_t size) {
   size_t total;
@@ -63,11 +90,8 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
   }
   int policy = hl_policy();
   if (policy == HL_POLICY_CALLSITE) {
-    uint16_t pool = hl_callsite_pool((uintptr_t)__builtin_return_address(0), total);
-    if (pool != 0) {
-      void *p = pooled_alloc(pool, total);
-      if (HL_LIKELY(p != NULL)) return memset(p, 0, total);
-    }
+    void *p = callsite_alloc(total, (uintptr_t)__builtin_return_address(0));
+    if (p != NULL) return memset(p, 0, total);
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(total, HL_GRANULE);
   }

@@ -32,7 +32,8 @@ static void *retry_or_throw(size_t size, size_t align, uintptr_t ra, int nothrow
 }
 
 static inline void *new_impl(size_t size, uintptr_t ra, int nothrow) {
-  void *p = hl_malloc_from(size ? size : 1, ra);
+  void *p = atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) ? hl_next_alloc.malloc(size ? size : 1)
+                                                                               : hl_malloc_from(size ? size : 1, ra);
   if (HL_LIKELY(p != NULL)) return p;
   return retry_or_throw(size ? size : 1, 0, ra, nothrow);
 }

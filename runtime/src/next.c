@@ -11,9 +11,14 @@
 
 #include "internal.h"
 
-hl_next hl_next_alloc;
+/* Before initialisation the only pointers free can see are NULL and bootstrap ones, which
+ * are never freed: a no-op keeps free's fast path free of a "resolved yet?" test. */
+static void free_before_init(void *p) { (void)p; }
 
-static _Alignas(64) char bootstrap_buf[HL_BOOTSTRAP_BYTES];
+hl_next hl_next_alloc = {.free = free_before_init};
+
+_Alignas(64) char hl_bootstrap_buf[HL_BOOTSTRAP_BYTES];
+#define bootstrap_buf hl_bootstrap_buf
 static _Atomic(size_t) bootstrap_used;
 
 /* Each bootstrap object has its size in the 8 bytes before it (realloc needs it). */
@@ -30,9 +35,6 @@ void *hl_bootstrap_alloc(size_t size, size_t align) {
 
 size_t hl_bootstrap_size(const void *p) { return ((const size_t *)p)[-1]; }
 
-int hl_is_bootstrap(const void *p) {
-  return (const char *)p >= bootstrap_buf && (const char *)p < bootstrap_buf + sizeof bootstrap_buf;
-}
 
 /* glibc exports its allocator under these names too: the fallback when dlsym fails. */
 extern void *__libc_malloc(size_t);
