@@ -105,3 +105,22 @@ def test_stats_json_pid_substitution(engine_test, tmp_path):
     files = list(tmp_path.glob("s.*.json"))
     assert len(files) == 1 and files[0].name != "s.%p.json"
     assert json.loads(files[0].read_text())["policy"] == "off"
+
+
+def test_setuid_program_ignores_the_environment(engine_test, tmp_path):
+    """A set-uid binary run by another user must not take settings from the environment."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to make and run a set-uid binary")
+    suid = tmp_path / "suid_engine_test"
+    shutil.copy(engine_test, suid)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(suid, 0o4755)
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    env = {"HEAPLAYOUT_POLICY": "callsite"}
+    plain = run_program(as_nobody + [engine_test, "policy_name"], env_extra=env)
+    secure = run_program(as_nobody + [str(suid), "policy_name"], env_extra=env)
+    assert plain.stdout.decode().strip() == "policy callsite"
+    assert secure.returncode == 0 and secure.stdout.decode().strip() == "policy off"

@@ -1,0 +1,80 @@
+"""`heaplayout run`: environment, exit codes, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import run_program
+
+CLI = [sys.executable, "-m", "heaplayout.cli"]
+
+
+def cli(*args: str, **kw) -> subprocess.CompletedProcess:
+    return run_program(CLI + list(args), **kw)
+
+
+def test_print_env_lists_assignments(runtime_lib):
+    r = cli("run", "--print-env", "--policy", "callsite", "--min-objects", "50", "--allocator", "mimalloc")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.decode().splitlines()
+    env = dict(line.split("=", 1) for line in lines)
+    assert all(" " not in line for line in lines)
+    assert env["HEAPLAYOUT_POLICY"] == "callsite" and env["HEAPLAYOUT_MIN_OBJECTS"] == "50"
+    preload = env["LD_PRELOAD"].split(":")
+    assert preload[0] == str(runtime_lib) and preload[1].endswith("libmimalloc.so.2")
+
+
+def test_print_env_drives_a_run(build_dir, tmp_path):
+    """The printed assignments alone make a program run under the runtime."""
+    r = cli("run", "--print-env", "--policy", "callsite", "--min-objects", "0")
+    env = dict(line.split("=", 1) for line in r.stdout.decode().splitlines())
+    env["HEAPLAYOUT_STATS_JSON"] = str(tmp_path / "s.json")
+    t = run_program([str(build_dir / "tests" / "runtime" / "engine_test"), "reuse"], env_extra=env)
+    assert t.returncode == 0, t.stderr
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert stats["policy"] == "callsite" and any(p["objects"] > 0 for p in stats["pools"])
+
+
+def test_exit_code_and_output_pass_through(runtime_lib):
+    r = cli("run", "--policy", "callsite", "--", "sh", "-c", "echo out; echo err >&2; exit 7")
+    assert r.returncode == 7
+    assert r.stdout == b"out\n" and r.stderr == b"err\n"
+
+
+def test_signal_passes_through(runtime_lib):
+    r = cli("run", "--", "sh", "-c", "kill -SEGV $$")
+    assert r.returncode == -11
+
+
+def test_stats_flag_prints_table(runtime_lib, build_dir, tmp_path):
+    out = tmp_path / "stats.json"
+    exe = str(build_dir / "tests" / "runtime" / "engine_test")
+    r = cli("run", "--policy", "callsite", "--min-objects", "10", "--stats", "--stats-json", str(out), "--",
+            exe, "pooling_threshold")
+    assert r.returncode == 0
+    assert b"policy callsite, 2 pools" in r.stderr
+    assert json.loads(out.read_text())["policy"] == "callsite"
+
+
+def test_missing_program_is_a_clear_error(runtime_lib):
+    r = cli("run", "--", "/no/such/program")
+    assert r.returncode == 127
+    assert b"program not found: /no/such/program" in r.stderr
+
+
+def test_no_program_is_a_usage_error(runtime_lib):
+    r = cli("run", "--policy", "off")
+    assert r.returncode == 2 and b"no program given" in r.stderr
+
+
+def test_bad_option_value_is_rejected_before_running(runtime_lib):
+    r = cli("run", "--min-objects", "a b", "--", "true")
+    assert r.returncode == 2 and b"without spaces" in r.stderr
+
+
+def test_bad_value_reaching_the_library_runs_unoptimized(runtime_lib):
+    r = cli("run", "--max-size", "huge", "--", "sh", "-c", "echo still here")
+    assert r.returncode == 0 and r.stdout == b"still here\n"
+    assert r.stderr.count(b"HEAPLAYOUT_MAX_SIZE") >= 1 and b"unoptimized" in r.stderr
