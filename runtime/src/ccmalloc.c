@@ -62,7 +62,7 @@ static void *fresh_block(hl_tpool *tp, uint8_t cls, size_t size) {
 }
 
 HL_EXPORT void *ccmalloc(size_t size, const void *near) {
-  uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+  void *const *ra = HL_FRAME;
   hl_ensure_init();
   if (size == 0) size = 1;
   if (size > hl_rng.cc_block || hl_rng.size == 0) return hl_malloc_from(size, ra);

@@ -52,7 +52,7 @@ static inline uint8_t hl_size_class(size_t size) {
 }
 
 /* ---- options (options.c) ---- */
-enum hl_policy { HL_POLICY_UNINIT = 0, HL_POLICY_OFF, HL_POLICY_CALLSITE };
+enum hl_policy { HL_POLICY_UNINIT = 0, HL_POLICY_OFF, HL_POLICY_CALLSITE, HL_POLICY_PLAN };
 
 typedef struct hl_options {
   enum hl_policy policy;
@@ -63,6 +63,7 @@ typedef struct hl_options {
   uint32_t cc_block;
   int stats;             /* print the per-pool table on stderr at exit */
   char stats_json[512];  /* also write JSON here ("" = no); %p becomes the pid */
+  char plan[512];        /* plan file for the plan policy */
 } hl_options;
 
 /* Reads and validates the environment. A bad value: one message on stderr and the
@@ -223,6 +224,23 @@ static inline void *hl_tpool_alloc(hl_tpool *tp, size_t size) {
   return hl_tpool_alloc_slow(tp, cls, size);
 }
 
+/* ---- stack walking (unwind.c) ---- */
+/* A frame as seen from its callee: the return address into it and the stack and frame
+ * pointers it will have when the call returns. */
+typedef struct hl_frame {
+  uintptr_t pc, sp, bp;
+} hl_frame;
+
+/* The frame of the caller of an exported entry point, from that entry point's own frame
+ * pointer (entry points are compiled with frame pointers). */
+static inline hl_frame hl_caller_frame(void *const *fp) {
+  hl_frame f = {(uintptr_t)fp[1], (uintptr_t)(fp + 2), (uintptr_t)fp[0]};
+  return f;
+}
+int hl_unwind_step(hl_frame *f);
+void hl_unwind_refresh_modules(void);
+int hl_unwind_module_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi);
+
 /* ---- placement policies (policy.c) ---- */
 /* Pool id for an allocation of `size` bytes made from return address `ra`; 0: forward. */
 uint16_t hl_callsite_pool(uintptr_t ra, size_t size);
@@ -230,6 +248,13 @@ uint16_t hl_pool_id_new(void);       /* 0 when ids are exhausted */
 uint32_t hl_pool_count(void);
 uintptr_t hl_pool_site(uint16_t pool);
 void hl_pool_set_site(uint16_t pool, uintptr_t site);
+uint16_t hl_pool_group(uint16_t pool);              /* plan group of a pool, 0 if none */
+void hl_pool_set_group(uint16_t pool, uint16_t group);
+
+/* plan (plan.c) */
+int hl_plan_load(const char *path);                 /* 0: refused (and said why) */
+uint16_t hl_plan_pool(hl_frame f, int *by_return_address);
+uint32_t hl_plan_groups(void);
 
 /* reserved pool ids */
 #define HL_POOL_NONE 0
@@ -259,7 +284,9 @@ static inline int hl_policy(void) {
 }
 
 /* ---- entry points shared by interpose.c, new_delete.c, pool_api.c, ccmalloc.c ---- */
-void *hl_malloc_from(size_t size, uintptr_t ra);
+/* fp: the exported entry point's frame pointer (fp[1] is the caller's return address) */
+void *hl_malloc_from(size_t size, void *const *fp);
+#define HL_FRAME ((void *const *)__builtin_frame_address(0))
 void hl_site_cache_clear(void); /* the thread's cached pooled sites (thread exit) */
 void hl_free(void *p);
 

@@ -30,31 +30,53 @@ void hl_site_cache_clear(void) {
   for (unsigned i = 0; i < SITE_CACHE_SLOTS; i++) tl_sites[i].ra = 0;
 }
 
-static HL_NOINLINE hl_tpool *site_tpool_slow(uintptr_t ra, size_t size, site_cache_entry *e) {
-  uint16_t pool = hl_callsite_pool(ra, size);
-  if (pool == 0) return NULL;
+static hl_tpool *tpool_of(uint16_t pool) {
   hl_heap *heap = hl_heap_get();
   if (heap == NULL) return NULL;
   hl_tpool *tp = heap->tpools[pool];
-  if (tp == NULL && (tp = hl_tpool_create(heap, pool)) == NULL) return NULL;
+  return tp != NULL ? tp : hl_tpool_create(heap, pool);
+}
+
+static HL_NOINLINE hl_tpool *site_tpool_slow(uintptr_t ra, size_t size, site_cache_entry *e) {
+  uint16_t pool = hl_callsite_pool(ra, size);
+  if (pool == 0) return NULL;
+  hl_tpool *tp = tpool_of(pool);
+  if (tp == NULL) return NULL;
   e->ra = ra;
   e->tp = tp;
   return tp;
 }
 
-/* The callsite policy's placement: a pooled object, or NULL to forward. */
-static inline void *callsite_alloc(size_t size, uintptr_t ra) {
+/* The plan policy's identification; answers decided by the return address alone are
+ * cached, including "not grouped" (tp NULL). */
+static HL_NOINLINE hl_tpool *plan_tpool_slow(void *const *fp, site_cache_entry *e) {
+  int by_ra;
+  uint16_t pool = hl_plan_pool(hl_caller_frame(fp), &by_ra);
+  hl_tpool *tp = pool ? tpool_of(pool) : NULL;
+  if (by_ra && (tp != NULL || pool == 0)) {
+    e->ra = (uintptr_t)fp[1];
+    e->tp = tp;
+  }
+  return tp;
+}
+
+/* A pooled object for this request under the active policy, or NULL to forward. */
+static inline void *policy_alloc(int policy, size_t size, void *const *fp) {
   if (size > hl_state.opt.max_size) return NULL;
+  uintptr_t ra = (uintptr_t)fp[1];
   site_cache_entry *e = &tl_sites[(ra >> 2) & (SITE_CACHE_SLOTS - 1)];
-  hl_tpool *tp = HL_LIKELY(e->ra == ra) ? e->tp : site_tpool_slow(ra, size, e);
+  hl_tpool *tp;
+  if (HL_LIKELY(e->ra == ra)) tp = e->tp;
+  else if (policy == HL_POLICY_CALLSITE) tp = site_tpool_slow(ra, size, e);
+  else tp = plan_tpool_slow(fp, e);
   return tp != NULL ? hl_tpool_alloc(tp, size) : NULL;
 }
 
-/* malloc on behalf of the caller whose return address is ra. */
-void *hl_malloc_from(size_t size, uintptr_t ra) {
+/* malloc on behalf of the caller of the entry point whose frame pointer is fp. */
+void *hl_malloc_from(size_t size, void *const *fp) {
   int policy = hl_policy();
-  if (policy == HL_POLICY_CALLSITE) {
-    void *p = callsite_alloc(size, ra);
+  if (policy >= HL_POLICY_CALLSITE) {
+    void *p = policy_alloc(policy, size, fp);
     if (HL_LIKELY(p != NULL)) return p;
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(size, HL_GRANULE);
@@ -77,7 +99,7 @@ void hl_free(void *p) { free_inline(p); }
 HL_EXPORT void *malloc(size_t size) {
   if (HL_LIKELY(atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed)))
     return hl_next_alloc.malloc(size);
-  return hl_malloc_from(size, (uintptr_t)__builtin_return_address(0));
+  return hl_malloc_from(size, HL_FRAME);
 }
 
 HL_EXPORT void free(void *p) { free_inline(p); }
@@ -89,8 +111,8 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
     return NULL;
   }
   int policy = hl_policy();
-  if (policy == HL_POLICY_CALLSITE) {
-    void *p = callsite_alloc(total, (uintptr_t)__builtin_return_address(0));
+  if (policy >= HL_POLICY_CALLSITE) {
+    void *p = policy_alloc(policy, total, HL_FRAME);
     if (p != NULL) return memset(p, 0, total);
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(total, HL_GRANULE);
@@ -99,8 +121,8 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
   return hl_next_alloc.calloc(n, size);
 }
 
-static void *realloc_from(void *p, size_t size, uintptr_t ra) {
-  if (p == NULL) return hl_malloc_from(size, ra);
+static void *realloc_from(void *p, size_t size, void *const *fp) {
+  if (p == NULL) return hl_malloc_from(size, fp);
   if (hl_is_ours(p)) {
     if (size == 0) { /* glibc's behaviour: free and return NULL */
       hl_free_ours(p);
@@ -109,7 +131,7 @@ static void *realloc_from(void *p, size_t size, uintptr_t ra) {
     return hl_realloc_ours(p, size);
   }
   if (HL_UNLIKELY(hl_is_bootstrap(p))) {
-    void *n = hl_malloc_from(size, ra);
+    void *n = hl_malloc_from(size, fp);
     if (n) {
       size_t old = hl_bootstrap_size(p);
       memcpy(n, p, old < size ? old : size);
@@ -120,7 +142,7 @@ static void *realloc_from(void *p, size_t size, uintptr_t ra) {
 }
 
 HL_EXPORT void *realloc(void *p, size_t size) {
-  return realloc_from(p, size, (uintptr_t)__builtin_return_address(0));
+  return realloc_from(p, size, HL_FRAME);
 }
 
 HL_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
@@ -129,33 +151,33 @@ HL_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  return realloc_from(p, total, (uintptr_t)__builtin_return_address(0));
+  return realloc_from(p, total, HL_FRAME);
 }
 
 /* Alignments up to the granule are what malloc gives anyway; larger ones go below us. */
-static void *aligned_from(size_t align, size_t size, uintptr_t ra, void *(*below)(size_t, size_t)) {
+static void *aligned_from(size_t align, size_t size, void *const *fp, void *(*below)(size_t, size_t)) {
   int policy = hl_policy();
   if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, align);
-  if (align <= HL_GRANULE && policy == HL_POLICY_CALLSITE) return hl_malloc_from(size, ra);
+  if (align <= HL_GRANULE && policy >= HL_POLICY_CALLSITE) return hl_malloc_from(size, fp);
   count_forwarded(size);
   return below(align, size);
 }
 
 HL_EXPORT void *memalign(size_t align, size_t size) {
   (void)hl_policy();
-  return aligned_from(align, size, (uintptr_t)__builtin_return_address(0), hl_next_alloc.memalign);
+  return aligned_from(align, size, HL_FRAME, hl_next_alloc.memalign);
 }
 
 HL_EXPORT void *aligned_alloc(size_t align, size_t size) {
   (void)hl_policy();
   if (align == 0 || (align & (align - 1))) return hl_next_alloc.aligned_alloc(align, size); /* its error */
-  return aligned_from(align, size, (uintptr_t)__builtin_return_address(0), hl_next_alloc.aligned_alloc);
+  return aligned_from(align, size, HL_FRAME, hl_next_alloc.aligned_alloc);
 }
 
 HL_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
   if (align < sizeof(void *) || (align & (align - 1))) return EINVAL;
   (void)hl_policy();
-  void *p = aligned_from(align, size, (uintptr_t)__builtin_return_address(0), hl_next_alloc.memalign);
+  void *p = aligned_from(align, size, HL_FRAME, hl_next_alloc.memalign);
   if (p == NULL) return ENOMEM;
   *out = p;
   return 0;

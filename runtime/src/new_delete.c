@@ -15,7 +15,7 @@
 
 typedef void (*new_handler_fn)(void);
 
-static void *retry_or_throw(size_t size, size_t align, uintptr_t ra, int nothrow) {
+static void *retry_or_throw(size_t size, size_t align, void *const *ra, int nothrow) {
   for (;;) {
     new_handler_fn (*get_handler)(void) = (new_handler_fn(*)(void))dlsym(RTLD_DEFAULT, "_ZSt15get_new_handlerv");
     new_handler_fn handler = get_handler ? get_handler() : NULL;
@@ -31,14 +31,14 @@ static void *retry_or_throw(size_t size, size_t align, uintptr_t ra, int nothrow
   }
 }
 
-static inline void *new_impl(size_t size, uintptr_t ra, int nothrow) {
+static inline void *new_impl(size_t size, void *const *ra, int nothrow) {
   void *p = atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) ? hl_next_alloc.malloc(size ? size : 1)
                                                                                : hl_malloc_from(size ? size : 1, ra);
   if (HL_LIKELY(p != NULL)) return p;
   return retry_or_throw(size ? size : 1, 0, ra, nothrow);
 }
 
-static void *new_aligned_impl(size_t size, size_t align, uintptr_t ra, int nothrow) {
+static void *new_aligned_impl(size_t size, size_t align, void *const *ra, int nothrow) {
   if (align <= HL_GRANULE) return new_impl(size, ra, nothrow);
   if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, align);
   void *p = hl_next_alloc.memalign(align, size ? size : 1);
@@ -46,7 +46,7 @@ static void *new_aligned_impl(size_t size, size_t align, uintptr_t ra, int nothr
   return retry_or_throw(size ? size : 1, align, ra, nothrow);
 }
 
-#define RA ((uintptr_t)__builtin_return_address(0))
+#define RA HL_FRAME
 
 /* new */
 HL_EXPORT void *_Znwm(size_t size) { return new_impl(size, RA, 0); }

@@ -12,7 +12,7 @@ extern char **environ;
 static const char *const known_variables[] = {
     "HEAPLAYOUT_POLICY",     "HEAPLAYOUT_MIN_OBJECTS", "HEAPLAYOUT_MAX_SIZE",
     "HEAPLAYOUT_CHUNK_SIZE", "HEAPLAYOUT_RANGE",       "HEAPLAYOUT_CC_BLOCK",
-    "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  NULL,
+    "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  "HEAPLAYOUT_PLAN",        NULL,
 };
 
 /* "123", "64K", "1M", "16G" (binary multiples). 0 on error. */
@@ -42,6 +42,7 @@ const char *hl_policy_name(int policy) {
   switch (policy) {
     case HL_POLICY_OFF: return "off";
     case HL_POLICY_CALLSITE: return "callsite";
+    case HL_POLICY_PLAN: return "plan";
     default: return "uninitialised";
   }
 }
@@ -96,10 +97,24 @@ void hl_options_load(hl_options *opt) {
   if (p != NULL) {
     if (strcmp(p, "off") == 0) policy = HL_POLICY_OFF;
     else if (strcmp(p, "callsite") == 0) policy = HL_POLICY_CALLSITE;
+    else if (strcmp(p, "plan") == 0) policy = HL_POLICY_PLAN;
     else {
-      hl_message("HEAPLAYOUT_POLICY='%s' is not a policy (off, callsite); running unoptimized", p);
+      hl_message("HEAPLAYOUT_POLICY='%s' is not a policy (off, callsite, plan); running unoptimized", p);
       ok = 0;
     }
+  }
+  const char *plan = getenv("HEAPLAYOUT_PLAN");
+  if (plan != NULL && *plan) {
+    if (p == NULL) policy = HL_POLICY_PLAN; /* a plan alone means: use it */
+    if (strlen(plan) >= sizeof opt->plan) {
+      hl_message("HEAPLAYOUT_PLAN is too long a path; running unoptimized");
+      ok = 0;
+    } else {
+      strcpy(opt->plan, plan);
+    }
+  } else if (policy == HL_POLICY_PLAN) {
+    hl_message("HEAPLAYOUT_POLICY=plan needs HEAPLAYOUT_PLAN=<plan file>; running unoptimized");
+    ok = 0;
   }
   unsigned long long v;
   v = opt->min_objects;

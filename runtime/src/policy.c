@@ -30,6 +30,12 @@ uint32_t hl_pool_count(void) {
   return n < HL_MAX_POOLS ? n : HL_MAX_POOLS;
 }
 
+static _Atomic(uint16_t) pool_groups[HL_MAX_POOLS];
+uint16_t hl_pool_group(uint16_t pool) { return atomic_load_explicit(&pool_groups[pool], memory_order_relaxed); }
+void hl_pool_set_group(uint16_t pool, uint16_t group) {
+  atomic_store_explicit(&pool_groups[pool], group, memory_order_relaxed);
+}
+
 uintptr_t hl_pool_site(uint16_t pool) { return atomic_load_explicit(&pool_sites[pool], memory_order_relaxed); }
 void hl_pool_set_site(uint16_t pool, uintptr_t site) {
   atomic_store_explicit(&pool_sites[pool], site, memory_order_relaxed);

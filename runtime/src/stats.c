@@ -89,6 +89,7 @@ static void describe_site(uintptr_t site, char *where, size_t cap, const char **
 }
 
 static const char *pool_kind(unsigned id) {
+  if (hl_pool_group((uint16_t)id)) return "group";
   return id == HL_POOL_CC ? "ccmalloc" : id == HL_POOL_API ? "pool.h" : "site";
 }
 
@@ -138,7 +139,8 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
     long peak = atomic_load(&resident_peak[id]);
     if ((uint64_t)peak < p->resident) peak = (long)p->resident;
     out_printf(&o,
-               "%s{\"id\":%u,\"kind\":\"%s\",\"site\":\"%s\",\"symbol\":\"", first ? "" : ",", id, pool_kind(id), where);
+               "%s{\"id\":%u,\"kind\":\"%s\",\"group\":%u,\"site\":\"%s\",\"symbol\":\"", first ? "" : ",", id,
+               pool_kind(id), hl_pool_group((uint16_t)id), where);
     json_escape(&o, sym);
     out_printf(&o,
                "\",\"objects\":%llu,\"bytes_requested\":%llu,\"slot_bytes\":%llu,\"bytes_resident\":%llu,"
@@ -177,7 +179,8 @@ static void write_table(const pool_totals *t, unsigned npools) {
     const char *sym;
     describe_site(hl_pool_site((uint16_t)id), where, sizeof where, &sym);
     if (id < HL_POOL_FIRST_DYNAMIC) hl_format(where, sizeof where, "(%s)", pool_kind(id));
-    hl_format(label, sizeof label, "%.34s", sym ? sym : where);
+    if (hl_pool_group((uint16_t)id)) hl_format(label, sizeof label, "group %u (%.24s)", hl_pool_group((uint16_t)id), sym ? sym : where);
+    else hl_format(label, sizeof label, "%.34s", sym ? sym : where);
     long peak = atomic_load(&resident_peak[id]);
     if ((uint64_t)peak < p->resident) peak = (long)p->resident;
     out_printf(&o, "heaplayout: %5u %-34s %10llu %12llu %11llu %11ld %9llu %5.1f%%\n", id, label,

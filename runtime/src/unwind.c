@@ -1,0 +1,371 @@
+/* Walking the caller's stack for plan identification, without libgcc or libunwind.
+ *
+ * For a return address pc, the unwind rule says where the caller's frame is: the CFA
+ * (canonical frame address) is rsp or rbp plus an offset, the next return address is at
+ * CFA-8, and rbp was either left alone or saved at CFA+k. The rule comes from the
+ * module's .eh_frame (found through .eh_frame_hdr's binary-search table) by running the
+ * FDE's CFA program up to pc; it is computed once per pc and cached, so walking a frame
+ * costs a table probe and two loads. For a function that keeps a frame pointer the rule
+ * is "CFA = rbp + 16", and the walk is a frame-pointer walk.
+ *
+ * Only what compilers emit for ordinary x86-64 code is understood; anything else
+ * (expressions, signal frames) makes the rule unknown and the walk stops: the allocation
+ * is then simply not identified, which changes placement, never correctness. */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
+
+/* ---- modules: address ranges and their .eh_frame_hdr ---- */
+
+#define MAX_MODULES 256
+typedef struct module_range {
+  uintptr_t lo, hi;          /* executable and data segments, for "which module is pc in" */
+  const uint8_t *eh_hdr;     /* PT_GNU_EH_FRAME, or NULL */
+} module_range;
+
+static module_range modules[MAX_MODULES];
+static _Atomic(int) nmodules;
+static atomic_flag modules_lock = ATOMIC_FLAG_INIT;
+
+static int collect_module(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  int *n = arg;
+  if (*n >= MAX_MODULES) return 1;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  const uint8_t *eh = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD) {
+      uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+      if (a < lo) lo = a;
+      if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+    } else if (ph->p_type == PT_GNU_EH_FRAME) {
+      eh = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+    }
+  }
+  if (hi > lo) modules[(*n)++] = (module_range){lo, hi, eh};
+  return 0;
+}
+
+/* Re-read the list of loaded modules (at start, and when a pc is in none we know). */
+void hl_unwind_refresh_modules(void) {
+  while (atomic_flag_test_and_set_explicit(&modules_lock, memory_order_acquire)) {
+  }
+  int n = 0;
+  atomic_store_explicit(&nmodules, 0, memory_order_release);
+  dl_iterate_phdr(collect_module, &n);
+  atomic_store_explicit(&nmodules, n, memory_order_release);
+  atomic_flag_clear_explicit(&modules_lock, memory_order_release);
+}
+
+static const module_range *module_of(uintptr_t pc) {
+  int n = atomic_load_explicit(&nmodules, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (pc - modules[i].lo < modules[i].hi - modules[i].lo) return &modules[i];
+  return NULL;
+}
+
+/* ---- DWARF encodings ---- */
+
+static uint64_t read_uleb(const uint8_t **p, const uint8_t *end) {
+  uint64_t v = 0;
+  unsigned shift = 0;
+  while (*p < end) {
+    uint8_t b = *(*p)++;
+    if (shift < 64) v |= (uint64_t)(b & 0x7f) << shift;
+    shift += 7;
+    if (!(b & 0x80)) break;
+  }
+  return v;
+}
+
+static int64_t read_sleb(const uint8_t **p, const uint8_t *end) {
+  int64_t v = 0;
+  unsigned shift = 0;
+  uint8_t b = 0;
+  while (*p < end) {
+    b = *(*p)++;
+    if (shift < 64) v |= (int64_t)(b & 0x7f) << shift;
+    shift += 7;
+    if (!(b & 0x80)) break;
+  }
+  if (shift < 64 && (b & 0x40)) v |= -((int64_t)1 << shift);
+  return v;
+}
+
+/* A pointer in DW_EH_PE encoding `enc`; `data` is the base for datarel. 0 on failure. */
+static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uintptr_t data, uintptr_t *out) {
+  if (enc == 0xff) return 0; /* omit */
+  const uint8_t *start = *p;
+  uint64_t v;
+  switch (enc & 0x0f) {
+    case 0x00: if (end - *p < 8) return 0; memcpy(&v, *p, 8); *p += 8; break;
+    case 0x01: v = read_uleb(p, end); break;
+    case 0x02: { uint16_t x; if (end - *p < 2) return 0; memcpy(&x, *p, 2); *p += 2; v = x; break; }
+    case 0x03: { uint32_t x; if (end - *p < 4) return 0; memcpy(&x, *p, 4); *p += 4; v = x; break; }
+    case 0x04: if (end - *p < 8) return 0; memcpy(&v, *p, 8); *p += 8; break;
+    case 0x09: v = (uint64_t)read_sleb(p, end); break;
+    case 0x0a: { int16_t x; if (end - *p < 2) return 0; memcpy(&x, *p, 2); *p += 2; v = (uint64_t)(int64_t)x; break; }
+    case 0x0b: { int32_t x; if (end - *p < 4) return 0; memcpy(&x, *p, 4); *p += 4; v = (uint64_t)(int64_t)x; break; }
+    case 0x0c: if (end - *p < 8) return 0; memcpy(&v, *p, 8); *p += 8; break;
+    default: return 0;
+  }
+  switch (enc & 0x70) {
+    case 0x00: break;
+    case 0x10: v += (uintptr_t)start; break; /* pcrel */
+    case 0x30: v += data; break;             /* datarel */
+    default: return 0;
+  }
+  if (enc & 0x80) return 0; /* indirect: not used in .eh_frame_hdr or FDE ranges here */
+  *out = (uintptr_t)v;
+  return 1;
+}
+
+/* ---- finding the FDE for pc ---- */
+
+static const uint8_t *find_fde(const module_range *m, uintptr_t pc) {
+  const uint8_t *h = m->eh_hdr;
+  if (h == NULL || h[0] != 1) return NULL;
+  uint8_t ptr_enc = h[1], count_enc = h[2], table_enc = h[3];
+  const uint8_t *p = h + 4, *lim = h + 4 + 16;
+  uintptr_t eh_frame, count;
+  if (!read_encoded(&p, lim, ptr_enc, (uintptr_t)h, &eh_frame)) return NULL;
+  if (!read_encoded(&p, lim, count_enc, (uintptr_t)h, &count) || count == 0) return NULL;
+  if (table_enc != 0x3b) return NULL; /* datarel|sdata4: what every linker writes */
+  const int32_t *table = (const int32_t *)p;
+  size_t lo = 0, hi = count;
+  while (hi - lo > 1) { /* last entry whose initial location <= pc */
+    size_t mid = (lo + hi) / 2;
+    if ((uintptr_t)h + (intptr_t)table[2 * mid] <= pc) lo = mid;
+    else hi = mid;
+  }
+  if ((uintptr_t)h + (intptr_t)table[2 * lo] > pc) return NULL;
+  return h + (intptr_t)table[2 * lo + 1];
+}
+
+/* ---- running the CFA program ---- */
+
+typedef struct cfa_state {
+  int cfa_reg;      /* REG_RSP or REG_RBP; -1 unknown */
+  int64_t cfa_off;
+  int rbp_saved;    /* rbp saved at CFA + rbp_off */
+  int64_t rbp_off;
+} cfa_state;
+
+static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t code_align, int64_t data_align,
+                   uintptr_t loc, uintptr_t pc, cfa_state *st, const cfa_state *initial) {
+  cfa_state stack[8];
+  int depth = 0;
+  while (p < end) {
+    uint8_t op = *p++;
+    uint8_t hi = op & 0xc0, low = op & 0x3f;
+    uint64_t reg, off;
+    if (hi == 0x40) { /* advance_loc */
+      loc += low * code_align;
+      if (loc > pc) return 1;
+      continue;
+    }
+    if (hi == 0x80) { /* offset */
+      off = read_uleb(&p, end);
+      if (low == REG_RBP) { st->rbp_saved = 1; st->rbp_off = (int64_t)off * data_align; }
+      continue;
+    }
+    if (hi == 0xc0) { /* restore */
+      if (low == REG_RBP) { st->rbp_saved = initial->rbp_saved; st->rbp_off = initial->rbp_off; }
+      continue;
+    }
+    switch (op) {
+      case 0x00: break; /* nop */
+      case 0x01: { uintptr_t to; if (!read_encoded(&p, end, 0x00, 0, &to)) return 0; loc = to; if (loc > pc) return 1; break; }
+      case 0x02: loc += (uint64_t)*p++ * code_align; if (loc > pc) return 1; break;
+      case 0x03: { uint16_t d; memcpy(&d, p, 2); p += 2; loc += d * code_align; if (loc > pc) return 1; break; }
+      case 0x04: { uint32_t d; memcpy(&d, p, 4); p += 4; loc += d * code_align; if (loc > pc) return 1; break; }
+      case 0x05: reg = read_uleb(&p, end); off = read_uleb(&p, end);
+        if (reg == REG_RBP) { st->rbp_saved = 1; st->rbp_off = (int64_t)off * data_align; }
+        break;
+      case 0x06: reg = read_uleb(&p, end);
+        if (reg == REG_RBP) { st->rbp_saved = initial->rbp_saved; st->rbp_off = initial->rbp_off; }
+        break;
+      case 0x07: case 0x08: reg = read_uleb(&p, end);
+        if (reg == REG_RBP) st->rbp_saved = 0;
+        break;
+      case 0x09: reg = read_uleb(&p, end); (void)read_uleb(&p, end);
+        if (reg == REG_RBP) return 0; /* rbp kept in another register: not followed */
+        break;
+      case 0x0a: if (depth == 8) return 0; stack[depth++] = *st; break;
+      case 0x0b: if (depth == 0) return 0; *st = stack[--depth]; break;
+      case 0x0c: st->cfa_reg = (int)read_uleb(&p, end); st->cfa_off = (int64_t)read_uleb(&p, end); break;
+      case 0x0d: st->cfa_reg = (int)read_uleb(&p, end); break;
+      case 0x0e: st->cfa_off = (int64_t)read_uleb(&p, end); break;
+      case 0x0f: st->cfa_reg = -1; return 0; /* def_cfa_expression */
+      case 0x10: reg = read_uleb(&p, end); off = read_uleb(&p, end); p += off;
+        if (reg == REG_RBP) return 0;
+        break;
+      case 0x11: reg = read_uleb(&p, end);
+        { int64_t o = read_sleb(&p, end); if (reg == REG_RBP) { st->rbp_saved = 1; st->rbp_off = o * data_align; } }
+        break;
+      case 0x12: st->cfa_reg = (int)read_uleb(&p, end); st->cfa_off = read_sleb(&p, end) * data_align; break;
+      case 0x13: st->cfa_off = read_sleb(&p, end) * data_align; break;
+      case 0x14: case 0x15: reg = read_uleb(&p, end); (void)read_uleb(&p, end);
+        if (reg == REG_RBP) return 0;
+        break;
+      case 0x16: reg = read_uleb(&p, end); off = read_uleb(&p, end); p += off;
+        if (reg == REG_RBP) return 0;
+        break;
+      case 0x2e: (void)read_uleb(&p, end); break; /* GNU_args_size */
+      case 0x2f: reg = read_uleb(&p, end); off = read_uleb(&p, end);
+        if (reg == REG_RBP) { st->rbp_saved = 1; st->rbp_off = -(int64_t)off * data_align; }
+        break;
+      default: return 0;
+    }
+  }
+  return 1;
+}
+
+/* The unwind rule at pc (a return address: the call is at pc-1), or 0 if unknown. */
+static int compute_rule(uintptr_t pc, cfa_state *out) {
+  const module_range *m = module_of(pc);
+  if (m == NULL) {
+    hl_unwind_refresh_modules();
+    if ((m = module_of(pc)) == NULL) return 0;
+  }
+  uintptr_t at = pc - 1;
+  const uint8_t *fde = find_fde(m, at);
+  if (fde == NULL) return 0;
+  uint32_t len;
+  memcpy(&len, fde, 4);
+  if (len == 0 || len == 0xffffffffu) return 0;
+  const uint8_t *fde_end = fde + 4 + len, *p = fde + 4;
+  int32_t cie_delta;
+  memcpy(&cie_delta, p, 4);
+  const uint8_t *cie = p - cie_delta;
+  p += 4;
+
+  /* the CIE */
+  uint32_t cie_len;
+  memcpy(&cie_len, cie, 4);
+  if (cie_len == 0 || cie_len == 0xffffffffu) return 0;
+  const uint8_t *cie_end = cie + 4 + cie_len, *c = cie + 8;
+  uint8_t version = *c++;
+  const char *aug = (const char *)c;
+  c += strlen(aug) + 1;
+  uint64_t code_align = read_uleb(&c, cie_end);
+  int64_t data_align = read_sleb(&c, cie_end);
+  if (version == 1) c++;
+  else (void)read_uleb(&c, cie_end);
+  uint8_t fde_enc = 0x00;
+  const uint8_t *cie_insns = c;
+  if (aug[0] == 'z') {
+    uint64_t alen = read_uleb(&c, cie_end);
+    const uint8_t *a = c;
+    cie_insns = c + alen;
+    for (const char *s = aug + 1; *s; s++) {
+      if (*s == 'R') fde_enc = *a++;
+      else if (*s == 'L') a++;
+      else if (*s == 'P') {
+        uint8_t penc = *a++;
+        uintptr_t ignored;
+        if (!read_encoded(&a, cie_insns, penc & 0x7f, 0, &ignored)) return 0;
+      } else if (*s == 'S') return 0; /* signal frame */
+      else return 0;
+    }
+  } else if (aug[0] != '\0') {
+    return 0;
+  }
+
+  uintptr_t pc_begin, pc_range;
+  if (!read_encoded(&p, fde_end, fde_enc, 0, &pc_begin)) return 0;
+  if (!read_encoded(&p, fde_end, fde_enc & 0x0f, 0, &pc_range)) return 0;
+  if (at < pc_begin || at >= pc_begin + pc_range) return 0;
+  if (aug[0] == 'z') {
+    uint64_t alen = read_uleb(&p, fde_end);
+    p += alen;
+  }
+
+  cfa_state st = {.cfa_reg = -1}, initial;
+  if (!run_cfa(cie_insns, cie_end, code_align, data_align, 0, UINTPTR_MAX, &st, &st)) return 0;
+  initial = st;
+  if (!run_cfa(p, fde_end, code_align, data_align, pc_begin, at, &st, &initial)) return 0;
+  if (st.cfa_reg != REG_RSP && st.cfa_reg != REG_RBP) return 0;
+  *out = st;
+  return 1;
+}
+
+/* ---- the rule cache: pc -> rule, lock-free, filled once per pc ---- */
+
+#define RULE_SLOTS 8192u
+typedef struct cached_rule {
+  _Atomic(uintptr_t) pc;       /* 0 empty */
+  int8_t cfa_reg;              /* -1: no rule (walk stops) */
+  int8_t rbp_saved;
+  int32_t cfa_off, rbp_off;
+} cached_rule;
+static cached_rule rules[RULE_SLOTS];
+
+static int rule_for(uintptr_t pc, cfa_state *out) {
+  uint32_t i = (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 51) & (RULE_SLOTS - 1);
+  for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & (RULE_SLOTS - 1)) {
+    uintptr_t k = atomic_load_explicit(&rules[i].pc, memory_order_acquire);
+    if (k == pc) {
+      if (rules[i].cfa_reg < 0) return 0;
+      out->cfa_reg = rules[i].cfa_reg;
+      out->cfa_off = rules[i].cfa_off;
+      out->rbp_saved = rules[i].rbp_saved;
+      out->rbp_off = rules[i].rbp_off;
+      return 1;
+    }
+    if (k == 0) break;
+  }
+  cfa_state st;
+  int ok = compute_rule(pc, &st);
+  /* publish: fill the fields first, then claim the slot with the pc */
+  for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & (RULE_SLOTS - 1)) {
+    if (atomic_load_explicit(&rules[i].pc, memory_order_relaxed) != 0) continue;
+    static atomic_flag fill_lock = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set_explicit(&fill_lock, memory_order_acquire)) break; /* busy: just don't cache */
+    if (atomic_load_explicit(&rules[i].pc, memory_order_relaxed) == 0) {
+      rules[i].cfa_reg = (int8_t)(ok ? st.cfa_reg : -1);
+      rules[i].cfa_off = ok ? (int32_t)st.cfa_off : 0;
+      rules[i].rbp_saved = (int8_t)(ok && st.rbp_saved);
+      rules[i].rbp_off = ok ? (int32_t)st.rbp_off : 0;
+      atomic_store_explicit(&rules[i].pc, pc, memory_order_release);
+    }
+    atomic_flag_clear_explicit(&fill_lock, memory_order_release);
+    break;
+  }
+  if (ok) *out = st;
+  return ok;
+}
+
+/* One step: from a frame (its return address pc, the caller's rsp and rbp at the return)
+ * to the next one out. Returns 0 when the walk must stop. */
+int hl_unwind_step(hl_frame *f) {
+  cfa_state st;
+  if (!rule_for(f->pc, &st)) return 0;
+  uintptr_t cfa = (st.cfa_reg == REG_RSP ? f->sp : f->bp) + (uintptr_t)st.cfa_off;
+  /* the caller's frame lies above this one on the same stack */
+  if (cfa <= f->sp || cfa - f->sp > (1u << 20) || (cfa & 7)) return 0;
+  uintptr_t next_pc = *(const uintptr_t *)(cfa - 8);
+  uintptr_t next_bp = st.rbp_saved ? *(const uintptr_t *)(cfa + (uintptr_t)st.rbp_off) : f->bp;
+  f->pc = next_pc;
+  f->sp = cfa;
+  f->bp = next_bp;
+  return next_pc > 4096;
+}
+
+/* Is pc inside one of these address ranges (the modules a plan says to skip)? */
+int hl_unwind_module_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi) {
+  const module_range *m = module_of(pc);
+  if (m == NULL) {
+    hl_unwind_refresh_modules();
+    if ((m = module_of(pc)) == NULL) return 0;
+  }
+  *lo = m->lo;
+  *hi = m->hi;
+  return 1;
+}

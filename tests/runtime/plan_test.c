@@ -1,0 +1,70 @@
+/* Program for the plan policy's tests (tests/test_runtime_plan.py). Its allocation sites:
+ *   alloc_token         malloc(24)                      decided by its return address
+ *   alloc_node          malloc(24), called from via_x and from via_y: only the chain
+ *                       through via_x is grouped, so two frames are needed
+ *   dup_name            strdup: malloc is called inside libc, whose frames are skipped
+ * Built with and without frame pointers. Run with a plan grouping token, node-via-x and
+ * name, it checks that exactly those objects share one pool and lie one after another
+ * in allocation order; without a plan it just runs. Exit 0 on success. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heaplayout/introspect.h"
+
+#define NOINLINE __attribute__((noinline))
+
+NOINLINE void *alloc_token(int i) {
+  int *t = malloc(24);
+  t[0] = i;
+  return t;
+}
+NOINLINE void *alloc_node(int i) {
+  long *n = malloc(24);
+  n[0] = i;
+  return n;
+}
+/* each writes after the call, so the call is a real call, not a tail jump */
+NOINLINE void *via_x(int i) {
+  long *n = alloc_node(i);
+  n[1] = 'x';
+  return n;
+}
+NOINLINE void *via_y(int i) {
+  long *n = alloc_node(i);
+  n[1] = 'y';
+  return n;
+}
+NOINLINE char *dup_name(int i) {
+  char buf[16];
+  snprintf(buf, sizeof buf, "name-%04d", i % 10000);
+  return strdup(buf);
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 1000;
+  int expect_plan = argc > 2 && strcmp(argv[2], "--expect-groups") == 0;
+  int bad = 0, grouped = 0, adjacent = 0;
+  char *prev_name = NULL;
+  long checksum = 0;
+  for (int i = 0; i < n; i++) {
+    char *t = alloc_token(i), *x = via_x(i), *y = via_y(i), *s = dup_name(i);
+    checksum += *(int *)t + *(long *)x + *(long *)y + (long)strlen(s);
+    int pt = heaplayout_pool_of(t), px = heaplayout_pool_of(x), py = heaplayout_pool_of(y),
+        ps = heaplayout_pool_of(s);
+    if (expect_plan) {
+      if (pt >= 3 && pt == px && px == ps && py == 0) grouped++;
+      else if (bad++ < 5) fprintf(stderr, "object %d: pools token %d node-x %d node-y %d name %d\n", i, pt, px, py, ps);
+      /* group members in allocation order: token, node-via-x, name, next token ... */
+      adjacent += x == t + 32 && s == x + 32 && (prev_name == NULL || t == prev_name + 16);
+    }
+    prev_name = s;
+  }
+  printf("checksum %ld\n", checksum);
+  if (expect_plan) {
+    printf("grouped %d of %d, adjacent %d\n", grouped, n, adjacent);
+    return grouped == n ? 0 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,173 @@
+"""The runtime's plan policy: identification by return address, by two frames, through
+skipped libc frames, with and without frame pointers; refusal of stale and broken plans.
+
+Plans are written by hand here from the test program's disassembly (the return address
+of each call is the address of the instruction after it), so these tests do not depend on
+the profiler or the planner."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run_program
+
+
+def build_id(binary: Path) -> str:
+    out = subprocess.run(["readelf", "-n", str(binary)], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    assert m, "test binary has no build-id"
+    return m.group(1)
+
+
+def return_addresses(binary: Path, function: str, callee: str) -> list[int]:
+    """Offsets of the instructions right after each call from `function` to `callee`."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True,
+                         check=True).stdout
+    body = re.search(rf"^[0-9a-f]+ <{re.escape(function)}>:\n(.*?)\n\n", out, re.S | re.M)
+    assert body, f"{function} not found"
+    lines = [ln for ln in body.group(1).splitlines() if re.match(r"\s+[0-9a-f]+:", ln)]
+    found = []
+    for i, ln in enumerate(lines[:-1]):
+        if re.search(rf"call\s.*<{re.escape(callee)}(@plt)?>", ln):
+            found.append(int(lines[i + 1].split(":")[0], 16))
+    assert found, f"no call from {function} to {callee}"
+    return found
+
+
+def write_plan(path: Path, binary: Path, selects: list[str], bid: str | None = None, end: bool = True) -> Path:
+    lines = [
+        "heaplayout-plan 1",
+        "# written by the test",
+        "strategy halo",
+        "chunk_size 1048576",
+        "max_object_size 4096",
+        f"module 0 {bid or build_id(binary)} {binary}",
+        "skip libc.so.6",
+        "group 1 3 1000",
+        *selects,
+    ]
+    if end:
+        lines.append("end")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def standard_selects(binary: Path) -> list[str]:
+    token = return_addresses(binary, "alloc_token", "malloc")[0]
+    node = return_addresses(binary, "alloc_node", "malloc")[0]
+    via_x = return_addresses(binary, "via_x", "alloc_node")[0]
+    name = return_addresses(binary, "dup_name", "strdup")[0]
+    return [
+        f"select 1 0:{token:x}",
+        f"select 1 0:{node:x} 0:{via_x:x}",  # node only when allocated through via_x
+        f"select 1 0:{name:x}",  # strdup's malloc happens in libc: skipped frames
+    ]
+
+
+@pytest.fixture(params=["fp", "nofp"])
+def plan_binary(request, build_dir) -> Path:
+    return build_dir / "tests" / "runtime" / f"plan_test_{request.param}"
+
+
+def test_plan_groups_exactly_the_planned_contexts(plan_binary, tmp_path):
+    plan = write_plan(tmp_path / "p.plan", plan_binary, standard_selects(plan_binary))
+    stats = tmp_path / "stats.json"
+    r = run_program([str(plan_binary), "2000", "--expect-groups"],
+                    env_extra={"HEAPLAYOUT_PLAN": str(plan), "HEAPLAYOUT_STATS_JSON": str(stats)})
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    out = r.stdout.decode()
+    assert "grouped 2000 of 2000" in out
+    # members lie one after another in allocation order, except at chunk boundaries
+    adjacent = int(re.search(r"adjacent (\d+)", out).group(1))
+    assert adjacent >= 1990
+    import json
+
+    s = json.loads(stats.read_text())
+    assert s["policy"] == "plan"
+    groups = [p for p in s["pools"] if p["kind"] == "group"]
+    assert len(groups) == 1 and groups[0]["objects"] == 3 * 2000
+
+
+def test_output_identical_with_and_without_plan(plan_binary, tmp_path):
+    plan = write_plan(tmp_path / "p.plan", plan_binary, standard_selects(plan_binary))
+    plain = run_program([str(plan_binary), "3000"])
+    planned = run_program([str(plan_binary), "3000"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert plain.returncode == planned.returncode == 0
+    assert plain.stdout == planned.stdout and planned.stderr == b""
+
+
+def test_without_the_second_frame_every_node_is_grouped(build_dir, tmp_path):
+    binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
+    node = return_addresses(binary, "alloc_node", "malloc")[0]
+    plan = write_plan(tmp_path / "p.plan", binary, [f"select 1 0:{node:x}"])
+    r = run_program([str(binary), "100", "--expect-groups"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    # node-via-y is now grouped too, and token/name are not: the checker must fail
+    assert r.returncode == 1 and "grouped 0 of 100" in r.stdout.decode()
+
+
+def refused(tmp_path: Path, binary: Path, plan: Path) -> subprocess.CompletedProcess:
+    r = run_program([str(binary), "500"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    plain = run_program([str(binary), "500"])
+    assert r.returncode == 0 and r.stdout == plain.stdout  # still runs correctly
+    msgs = [ln for ln in r.stderr.decode().splitlines() if ln.startswith("heaplayout:")]
+    assert len(msgs) == 1 and "running unoptimized" in msgs[0], msgs
+    return r
+
+
+def test_plan_for_a_rebuilt_binary_is_refused(build_dir, tmp_path):
+    binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
+    plan = write_plan(tmp_path / "p.plan", binary, standard_selects(binary), bid="00" * 20)
+    r = refused(tmp_path, binary, plan)
+    assert b"another build" in r.stderr
+
+
+def test_plan_for_another_program_is_refused(build_dir, tmp_path):
+    binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
+    other = build_dir / "tests" / "runtime" / "engine_test"
+    plan = write_plan(tmp_path / "p.plan", other, ["select 1 0:1000"])
+    r = refused(tmp_path, binary, plan)
+    assert b"not loaded" in r.stderr
+
+
+def test_copied_binary_keeps_its_plan(build_dir, tmp_path):
+    """Identity is the build-id, not the path: a copy of the binary still matches."""
+    binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
+    copy = tmp_path / "renamed_program"
+    shutil.copy(binary, copy)
+    plan = write_plan(tmp_path / "p.plan", binary, standard_selects(binary))
+    r = run_program([str(copy), "300", "--expect-groups"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 0, r.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "mangle,expect",
+    [
+        (lambda t: t.replace("heaplayout-plan 1", "heaplayout-plan 9"), b"version 1"),
+        (lambda t: t.replace("\nend\n", "\n"), b"truncated"),
+        (lambda t: t[: len(t) // 2], b"line"),  # cut in the middle of a record or before end
+        (lambda t: t.replace("select 1 0:", "select 1 0:zz"), b"malformed"),
+        (lambda t: t.replace("select 1", "select 7", 1), b"malformed"),
+        (lambda t: t.replace("strategy halo", "stratagem halo"), b"unknown record"),
+        (lambda t: t.replace("chunk_size 1048576", "chunk_size 1000"), b"malformed"),
+        (lambda t: "", b"empty"),
+    ],
+)
+def test_broken_plans_are_refused(build_dir, tmp_path, mangle, expect):
+    binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
+    good = write_plan(tmp_path / "good.plan", binary, standard_selects(binary)).read_text()
+    bad = tmp_path / "bad.plan"
+    bad.write_text(mangle(good))
+    r = refused(tmp_path, binary, bad)
+    if expect != b"line":
+        assert expect in r.stderr, r.stderr
+
+
+def test_missing_plan_file_is_refused(build_dir, tmp_path):
+    binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
+    r = refused(tmp_path, binary, tmp_path / "nothing-here.plan")
+    assert b"cannot open" in r.stderr
