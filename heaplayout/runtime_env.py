@@ -9,10 +9,11 @@ environment here, and `heaplayout run --print-env` prints exactly this mapping.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from . import allocators, paths
 
-POLICIES = ("off", "callsite")
+POLICIES = ("off", "callsite", "plan")
 
 # option name used on the command line -> environment variable read by the runtime
 OPTION_VARIABLES: dict[str, str] = {
@@ -33,6 +34,7 @@ class RuntimeConfig:
     options: dict[str, str] = field(default_factory=dict)
     stats: bool = False
     stats_json: str | None = None
+    plan: str | None = None  # plan file, for policy "plan"
 
 
 def preload_value(allocator: str, with_runtime: bool) -> str:
@@ -50,7 +52,16 @@ def runtime_env(config: RuntimeConfig) -> dict[str, str]:
     """The variables to add to a program's environment (nothing else is changed)."""
     if config.policy not in POLICIES:
         raise ValueError(f"unknown policy {config.policy!r}; choose one of: {', '.join(POLICIES)}")
+    if config.policy == "plan" and not config.plan:
+        raise ValueError("policy 'plan' needs a plan file (heaplayout plan writes one)")
     env = {"LD_PRELOAD": preload_value(config.allocator, with_runtime=True), "HEAPLAYOUT_POLICY": config.policy}
+    if config.plan:
+        if config.policy != "plan":
+            raise ValueError(f"a plan file is only used by policy 'plan', not {config.policy!r}")
+        plan = Path(config.plan)
+        if not plan.is_file():
+            raise ValueError(f"plan file not found: {plan}")
+        env["HEAPLAYOUT_PLAN"] = str(plan.resolve())
     for name, value in config.options.items():
         if name not in OPTION_VARIABLES:
             raise ValueError(f"unknown runtime option {name!r}; known: {', '.join(OPTION_VARIABLES)}")

@@ -13,7 +13,9 @@ from ..runtime_env import POLICIES, RuntimeConfig, runtime_env
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by every command that runs a program under the runtime."""
-    parser.add_argument("--policy", choices=POLICIES, default="callsite", help="placement policy (default: callsite)")
+    parser.add_argument("--policy", choices=POLICIES, default=None,
+                        help="placement policy (default: plan when --plan is given, else callsite)")
+    parser.add_argument("--plan", metavar="FILE", help="plan file written by `heaplayout plan` (policy plan)")
     parser.add_argument(
         "--allocator",
         choices=list(allocators.ALLOCATORS),
@@ -33,8 +35,10 @@ def config_from_args(args: argparse.Namespace) -> RuntimeConfig:
         for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block")
         if getattr(args, name, None) is not None
     }
+    policy = args.policy or ("plan" if getattr(args, "plan", None) else "callsite")
     return RuntimeConfig(
-        policy=args.policy,
+        policy=policy,
+        plan=getattr(args, "plan", None),
         allocator=args.allocator,
         options=options,
         stats=getattr(args, "stats", False),

@@ -1,0 +1,201 @@
+"""`heaplayout bench`: run a program (or the workload suite) under several configurations,
+interleaved, and report wall time, paired ratios to the baseline, peak RSS, output checks
+and optionally cachegrind miss counts. The engine is heaplayout/bench.py; docs/bench.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .. import bench as engine
+from .. import paths
+
+PROG = "heaplayout bench"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="compare allocators and policies on a program: interleaved runs, paired ratios, output checks",
+        description="Run PROG under several configurations with interleaved runs (A B C A B C ...) and\n"
+        "report per configuration the median wall time and spread, the paired per-round ratio to\n"
+        "the baseline (the first configuration), peak RSS, and whether stdout and the exit code\n"
+        "equal the baseline's (exit 1 if not). See docs/bench.md.\n\n"
+        "  heaplayout bench [options] -- PROG [ARGS...]\n"
+        "  heaplayout bench --suite [--input small|ref] [--only NAME,...] [options]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="configurations (first = baseline; default: " + ",".join(engine.DEFAULT_CONFIGS) + "):\n"
+        "  glibc jemalloc mimalloc tcmalloc   plain allocators\n"
+        "  off callsite                       our runtime (policy) on glibc\n"
+        "  POLICY+ALLOCATOR                   our runtime on another allocator, e.g. callsite+mimalloc\n"
+        "  SPEC:OPT=V,OPT=V                   runtime options, e.g. callsite:min_objects=10,max_size=256\n"
+        "  NAME=SPEC                          a label for a spec, e.g. small=callsite:max_size=64\n"
+        "  plan=FILE                          a plan file for the plan policy (not built yet)",
+    )
+    p.add_argument("--runs", type=int, default=5, metavar="N", help="timed rounds (default 5)")
+    p.add_argument("--warmup", type=int, default=1, metavar="K", help="untimed warm-up rounds first (default 1)")
+    p.add_argument("--config", action="append", metavar="CONFIG",
+                   help="a configuration; repeat or separate with commas (default: %s)" % ",".join(engine.DEFAULT_CONFIGS))
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON (schema in docs/bench.md)")
+    p.add_argument("--markdown", metavar="FILE", help="write the table as markdown")
+    p.add_argument("--cachegrind", action="store_true",
+                   help="also run each configuration once under cachegrind and report I refs, D1 and LL data misses")
+    p.add_argument("--LL", default=engine.DEFAULT_LL, metavar="SIZE,WAYS,LINE",
+                   help=f"cachegrind last-level cache (default {engine.DEFAULT_LL})")
+    p.add_argument("--D1", default=engine.DEFAULT_D1, metavar="SIZE,WAYS,LINE",
+                   help=f"cachegrind L1 data cache (default {engine.DEFAULT_D1})")
+    p.add_argument("--suite", action="store_true", help="run every workload of the suite instead of PROG")
+    p.add_argument("--input", choices=("small", "ref"), default="small", help="suite input size (default small)")
+    p.add_argument("--only", metavar="NAME,...", help="with --suite: only these workloads")
+    p.add_argument("--variant", choices=("fp", "nofp"), default="fp",
+                   help="with --suite: workload binaries with (fp) or without (nofp) frame pointers")
+    p.add_argument("--keep-temp", action="store_true", help="keep the temporary directory with outputs and stderr")
+    p.set_defaults(func=bench_command)
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _error(msg: str) -> int:
+    print(f"{PROG}: {msg}", file=sys.stderr)
+    return 2
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).write_text(text if text.endswith("\n") else text + "\n")
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    try:
+        configs = engine.parse_configs(args.config)
+        for c in configs:  # missing allocator packages or runtime library: fail before any run
+            engine.config_env(c)
+        cache = None
+        if args.cachegrind:
+            if shutil.which("valgrind") is None:
+                raise engine.BenchError("--cachegrind needs valgrind; install it with: apt-get install valgrind")
+            cache = engine.CacheSpec(LL=engine.check_cache_geometry(args.LL, "LL"),
+                                     D1=engine.check_cache_geometry(args.D1, "D1"))
+        if args.runs < 1:
+            raise engine.BenchError("--runs must be at least 1")
+        if args.warmup < 0:
+            raise engine.BenchError("--warmup cannot be negative")
+        if args.suite:
+            if args.program:
+                raise engine.BenchError("--suite runs the workloads; do not also give a program after --")
+            return _bench_suite(args, configs, cache)
+        if args.only:
+            raise engine.BenchError("--only applies to --suite")
+        program = engine.resolve_program(args.program)
+        return _bench_program(args, configs, cache, program)
+    except engine.BenchError as err:
+        return _error(str(err))
+
+
+def _report_failures(bench: engine.BenchResult, name: str = "") -> None:
+    prefix = f"{PROG}: {name + ': ' if name else ''}"
+    baseline = bench.baseline.config.label
+    for c in bench.configs:  # the first mismatch of each configuration, and how many runs differed
+        if c.mismatches:
+            more = len(c.mismatches) - 1
+            extra = f" (and {more} more of its runs differ)" if more else ""
+            print(prefix + c.mismatches[0].message(baseline) + extra, file=sys.stderr)
+    if bench.baseline_unstable:
+        print(prefix + f"the baseline {baseline!r} itself gave different outputs: the program is not "
+              "deterministic, so output checks cannot be trusted", file=sys.stderr)
+    if bench.reference_status is not None and not bench.reference_status.ok:
+        print(prefix + f"warning: the baseline's first run did not exit 0: {bench.reference_status.describe()}",
+              file=sys.stderr)
+
+
+def _bench_program(args: argparse.Namespace, configs: list[engine.Config], cache: engine.CacheSpec | None,
+                   program: list[str]) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="heaplayout-bench-"))
+    try:
+        bench = engine.run_bench(program, configs, tmp, runs=args.runs, warmup=args.warmup, cache=cache,
+                                 progress=_progress)
+        header, rows = engine.table_rows(bench)
+        print(engine.describe_run(bench))
+        print(engine.format_table(header, rows))
+        if args.markdown:
+            _write(args.markdown, engine.describe_run(bench) + "\n\n" + engine.format_markdown(header, rows)
+                   + "\n\nCommand: `" + engine.command_line(bench) + "`")
+        if args.json:
+            _write(args.json, json.dumps(engine.result_to_json(bench), indent=2))
+        _report_failures(bench)
+        if not bench.ok:
+            print(f"{PROG}: FAILED: output differs from the baseline (see above)", file=sys.stderr)
+            return 1
+        return 0
+    finally:
+        if args.keep_temp:
+            print(f"{PROG}: kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _bench_suite(args: argparse.Namespace, configs: list[engine.Config], cache: engine.CacheSpec | None) -> int:
+    try:
+        from .. import workloads
+    except ImportError as err:
+        raise engine.BenchError(f"the workload suite is not available ({err})") from None
+    try:
+        suite = workloads.load_suite()
+    except Exception as err:  # a broken manifest: one line, not a traceback
+        raise engine.BenchError(f"cannot load the workload suite: {type(err).__name__}: {err}") from None
+    only = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    selected = engine.select_workloads(suite, only)
+    if not selected:
+        raise engine.BenchError("the workload suite is empty")
+    programs = []
+    for w in selected:  # every binary must be there before we start
+        try:
+            programs.append(engine.resolve_program([str(w.binary(args.variant)), *w.args(args.input)]))
+        except (paths.MissingArtifact, OSError, ValueError) as err:
+            raise engine.BenchError(f"workload {w.name}: {err}") from None
+    entries: list[engine.SuiteEntry] = []
+    tmp = Path(tempfile.mkdtemp(prefix="heaplayout-bench-suite-"))
+    try:
+        for i, (w, program) in enumerate(zip(selected, programs), 1):
+            _progress(f"[bench] workload {i}/{len(selected)} {w.name}: {' '.join(program)}")
+            bench = engine.run_bench(program, configs, tmp / w.name, runs=args.runs, warmup=args.warmup,
+                                     cache=cache, progress=_progress)
+            entries.append(engine.SuiteEntry(w.name, getattr(w, "paper", ""), getattr(w, "pattern", ""),
+                                             program, bench))
+            _report_failures(bench, w.name)
+    finally:
+        if args.keep_temp:
+            print(f"{PROG}: kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    header, rows = engine.suite_rows(entries)
+    first = entries[0].result
+    title = (f"suite ({args.input} input, {args.variant} binaries): {args.runs} interleaved rounds after "
+             f"{args.warmup} warm-up; cells are per-round t/t({first.baseline.config.label}) median [min–max]")
+    if cache is not None:
+        title += f"; D1/LL = cachegrind data-miss ratios (--D1={cache.D1} --LL={cache.LL})"
+    print(title)
+    print(engine.format_table(header, rows))
+    command = ["heaplayout", "bench", "--suite", "--input", args.input, "--variant", args.variant, "--runs",
+               str(args.runs), "--warmup", str(args.warmup), "--config",
+               ",".join(engine.config_text(c) for c in configs)]
+    if args.only:
+        command += ["--only", args.only]
+    if cache is not None:
+        command += ["--cachegrind", f"--LL={cache.LL}", f"--D1={cache.D1}"]
+    markdown = title + "\n\n" + engine.format_markdown(header, rows) + "\n\nCommand: `" + shlex.join(command) + "`"
+    _write(args.markdown or "bench-suite.md", markdown)
+    doc = {"command": shlex.join(command), **engine.suite_to_json(entries, args.input, args.variant)}
+    _write(args.json or "bench-suite.json", json.dumps(doc, indent=2))
+    print(f"{PROG}: wrote {args.markdown or 'bench-suite.md'} and {args.json or 'bench-suite.json'}", file=sys.stderr)
+    bad = [e.name for e in entries if not e.result.ok]
+    if bad:
+        print(f"{PROG}: FAILED: output differs from the baseline in: {', '.join(bad)}", file=sys.stderr)
+        return 1
+    return 0
