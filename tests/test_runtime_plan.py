@@ -15,28 +15,16 @@ from pathlib import Path
 import pytest
 
 from conftest import run_program
+from heaplayout import elf
 
 
 def build_id(binary: Path) -> str:
-    out = subprocess.run(["readelf", "-n", str(binary)], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"Build ID: ([0-9a-f]+)", out)
-    assert m, "test binary has no build-id"
-    return m.group(1)
+    bid = elf.build_id(binary)
+    assert bid, "test binary has no build-id"
+    return bid
 
 
-def return_addresses(binary: Path, function: str, callee: str) -> list[int]:
-    """Offsets of the instructions right after each call from `function` to `callee`."""
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True,
-                         check=True).stdout
-    body = re.search(rf"^[0-9a-f]+ <{re.escape(function)}>:\n(.*?)\n\n", out, re.S | re.M)
-    assert body, f"{function} not found"
-    lines = [ln for ln in body.group(1).splitlines() if re.match(r"\s+[0-9a-f]+:", ln)]
-    found = []
-    for i, ln in enumerate(lines[:-1]):
-        if re.search(rf"call\s.*<{re.escape(callee)}(@plt)?>", ln):
-            found.append(int(lines[i + 1].split(":")[0], 16))
-    assert found, f"no call from {function} to {callee}"
-    return found
+return_addresses = elf.call_return_addresses
 
 
 def write_plan(path: Path, binary: Path, selects: list[str], bid: str | None = None, end: bool = True) -> Path:

@@ -237,9 +237,9 @@ static inline hl_frame hl_caller_frame(void *const *fp) {
   hl_frame f = {(uintptr_t)fp[1], (uintptr_t)(fp + 2), (uintptr_t)fp[0]};
   return f;
 }
-int hl_unwind_step(hl_frame *f);
+unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want);
+void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
 void hl_unwind_refresh_modules(void);
-int hl_unwind_module_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi);
 
 /* ---- placement policies (policy.c) ---- */
 /* Pool id for an allocation of `size` bytes made from return address `ra`; 0: forward. */

@@ -117,6 +117,8 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
+static int is_skip_pc(uintptr_t pc);
+
 /* ---- parsing ---- */
 
 typedef struct cursor {
@@ -406,6 +408,7 @@ int hl_plan_load(const char *path) {
     if (plan.rules[i].group && hl_pool_site(plan.group_pool[plan.rules[i].group]) == 0)
       hl_pool_set_site(plan.group_pool[plan.rules[i].group], plan.rules[i].frames[0]);
   hl_unwind_refresh_modules();
+  hl_unwind_set_skip(is_skip_pc);
   hl_state.opt.max_size = (uint32_t)plan.max_object_size;
   hl_state.opt.chunk_size = plan.chunk_size;
   ok = 1;
@@ -432,30 +435,24 @@ static inline const site_entry *site_of(uintptr_t pc) {
   }
 }
 
+static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
+
 /* The pool of the group this allocation belongs to, or 0. *by_return_address says
  * whether the return address alone decided (then the caller may cache the answer). */
 uint16_t hl_plan_pool(hl_frame f, int *by_return_address) {
   *by_return_address = 1;
-  for (int skipped = 0; in_skip(f.pc); skipped++) {
-    *by_return_address = 0;
-    if (skipped == 8 || !hl_unwind_step(&f)) return 0;
-  }
   const site_entry *e = site_of(f.pc);
-  if (e == NULL) return 0;
-  if (e->depth == 1) return plan.group_pool[e->group];
-  *by_return_address = 0;
-
+  if (HL_LIKELY(e != NULL && e->depth == 1)) return plan.group_pool[e->group];
   uintptr_t chain[MAX_RULE_FRAMES];
-  unsigned n = 0;
-  chain[n++] = f.pc;
-  for (int steps = 0; n < e->depth && steps < 32; steps++) {
-    if (!hl_unwind_step(&f)) break;
-    if (in_skip(f.pc)) continue;
-    int seen = 0; /* recursion reduced as the profiler does: keep the innermost */
-    for (unsigned i = 0; i < n; i++) seen |= chain[i] == f.pc;
-    if (!seen) chain[n++] = f.pc;
+  if (e == NULL) {
+    if (!in_skip(f.pc)) return 0; /* not a rule's first frame: not grouped */
+    *by_return_address = 0;        /* called from a skipped module: find the program's frame */
+    if (hl_unwind_collect(&f, chain, 1) == 0 || (e = site_of(chain[0])) == NULL) return 0;
+    if (e->depth == 1) return plan.group_pool[e->group];
   }
-  for (uint32_t i = e->first; i < e->first + e->count; i++) {
+  *by_return_address = 0;
+  unsigned n = hl_unwind_collect(&f, chain, e->depth);
+  for (uint32_t i = e->first; i < e->first + e->count; i++) { /* longest first */
     const plan_rule *r = &plan.rules[i];
     if (r->nframes > n) continue;
     unsigned k = 1;

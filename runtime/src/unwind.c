@@ -301,71 +301,86 @@ static int compute_rule(uintptr_t pc, cfa_state *out) {
 #define RULE_SLOTS 8192u
 typedef struct cached_rule {
   _Atomic(uintptr_t) pc;       /* 0 empty */
-  int8_t cfa_reg;              /* -1: no rule (walk stops) */
+  int8_t cfa_reg;              /* -1: no rule (a walk stops here) */
   int8_t rbp_saved;
+  uint8_t skip;                /* pc is in a module the walk passes over */
   int32_t cfa_off, rbp_off;
 } cached_rule;
 static cached_rule rules[RULE_SLOTS];
+static int (*skip_module)(uintptr_t pc);
+static cached_rule overflow_rule; /* answer when the table is crowded (filled per call) */
 
-static int rule_for(uintptr_t pc, cfa_state *out) {
-  uint32_t i = (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 51) & (RULE_SLOTS - 1);
-  for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & (RULE_SLOTS - 1)) {
-    uintptr_t k = atomic_load_explicit(&rules[i].pc, memory_order_acquire);
-    if (k == pc) {
-      if (rules[i].cfa_reg < 0) return 0;
-      out->cfa_reg = rules[i].cfa_reg;
-      out->cfa_off = rules[i].cfa_off;
-      out->rbp_saved = rules[i].rbp_saved;
-      out->rbp_off = rules[i].rbp_off;
-      return 1;
-    }
-    if (k == 0) break;
-  }
+void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc)) { skip_module = is_skip; }
+
+static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
+  static atomic_flag fill_lock = ATOMIC_FLAG_INIT;
   cfa_state st;
   int ok = compute_rule(pc, &st);
-  /* publish: fill the fields first, then claim the slot with the pc */
+  cached_rule r = {.cfa_reg = (int8_t)(ok ? st.cfa_reg : -1),
+                   .rbp_saved = (int8_t)(ok && st.rbp_saved),
+                   .skip = (uint8_t)(skip_module && skip_module(pc)),
+                   .cfa_off = ok ? (int32_t)st.cfa_off : 0,
+                   .rbp_off = ok ? (int32_t)st.rbp_off : 0};
+  while (atomic_flag_test_and_set_explicit(&fill_lock, memory_order_acquire)) {
+  }
+  const cached_rule *out = NULL;
   for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & (RULE_SLOTS - 1)) {
-    if (atomic_load_explicit(&rules[i].pc, memory_order_relaxed) != 0) continue;
-    static atomic_flag fill_lock = ATOMIC_FLAG_INIT;
-    if (atomic_flag_test_and_set_explicit(&fill_lock, memory_order_acquire)) break; /* busy: just don't cache */
-    if (atomic_load_explicit(&rules[i].pc, memory_order_relaxed) == 0) {
-      rules[i].cfa_reg = (int8_t)(ok ? st.cfa_reg : -1);
-      rules[i].cfa_off = ok ? (int32_t)st.cfa_off : 0;
-      rules[i].rbp_saved = (int8_t)(ok && st.rbp_saved);
-      rules[i].rbp_off = ok ? (int32_t)st.rbp_off : 0;
-      atomic_store_explicit(&rules[i].pc, pc, memory_order_release);
-    }
-    atomic_flag_clear_explicit(&fill_lock, memory_order_release);
+    uintptr_t k = atomic_load_explicit(&rules[i].pc, memory_order_relaxed);
+    if (k == pc) { out = &rules[i]; break; } /* another thread filled it meanwhile */
+    if (k != 0) continue;
+    rules[i].cfa_reg = r.cfa_reg;
+    rules[i].rbp_saved = r.rbp_saved;
+    rules[i].skip = r.skip;
+    rules[i].cfa_off = r.cfa_off;
+    rules[i].rbp_off = r.rbp_off;
+    atomic_store_explicit(&rules[i].pc, pc, memory_order_release); /* publish last */
+    out = &rules[i];
     break;
   }
-  if (ok) *out = st;
-  return ok;
+  atomic_flag_clear_explicit(&fill_lock, memory_order_release);
+  if (out) return out;
+  overflow_rule = r; /* crowded: rare, and a racy answer only changes placement */
+  overflow_rule.skip = r.skip;
+  return &overflow_rule;
 }
 
-/* One step: from a frame (its return address pc, the caller's rsp and rbp at the return)
- * to the next one out. Returns 0 when the walk must stop. */
-int hl_unwind_step(hl_frame *f) {
-  cfa_state st;
-  if (!rule_for(f->pc, &st)) return 0;
-  uintptr_t cfa = (st.cfa_reg == REG_RSP ? f->sp : f->bp) + (uintptr_t)st.cfa_off;
-  /* the caller's frame lies above this one on the same stack */
-  if (cfa <= f->sp || cfa - f->sp > (1u << 20) || (cfa & 7)) return 0;
-  uintptr_t next_pc = *(const uintptr_t *)(cfa - 8);
-  uintptr_t next_bp = st.rbp_saved ? *(const uintptr_t *)(cfa + (uintptr_t)st.rbp_off) : f->bp;
-  f->pc = next_pc;
-  f->sp = cfa;
-  f->bp = next_bp;
-  return next_pc > 4096;
-}
-
-/* Is pc inside one of these address ranges (the modules a plan says to skip)? */
-int hl_unwind_module_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi) {
-  const module_range *m = module_of(pc);
-  if (m == NULL) {
-    hl_unwind_refresh_modules();
-    if ((m = module_of(pc)) == NULL) return 0;
+static inline const cached_rule *rule_of(uintptr_t pc) {
+  uint32_t i = (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 51) & (RULE_SLOTS - 1);
+  for (unsigned probe = 0; probe < 16; probe++) {
+    const cached_rule *r = &rules[(i + probe) & (RULE_SLOTS - 1)];
+    uintptr_t k = atomic_load_explicit(&r->pc, memory_order_acquire);
+    if (HL_LIKELY(k == pc)) return r;
+    if (k == 0) break;
   }
-  *lo = m->lo;
-  *hi = m->hi;
-  return 1;
+  return rule_fill(pc, i);
+}
+
+/* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
+ * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
+ * profiler does). On return *f is the frame of the last collected pc. */
+unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want) {
+  unsigned n = 0;
+  hl_frame cur = *f;
+  for (unsigned steps = 0; steps < 64; steps++) {
+    const cached_rule *r = rule_of(cur.pc);
+    if (!r->skip) {
+      unsigned i = 0;
+      while (i < n && out[i] != cur.pc) i++;
+      if (i == n) {
+        out[n++] = cur.pc;
+        *f = cur;
+        if (n == want) break;
+      }
+    }
+    if (r->cfa_reg < 0) break;
+    uintptr_t cfa = (r->cfa_reg == REG_RSP ? cur.sp : cur.bp) + (uintptr_t)(intptr_t)r->cfa_off;
+    /* the caller's frame lies above this one on the same stack */
+    if (cfa <= cur.sp || cfa - cur.sp > (1u << 20) || (cfa & 7)) break;
+    uintptr_t next_pc = *(const uintptr_t *)(cfa - 8);
+    if (r->rbp_saved) cur.bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
+    cur.pc = next_pc;
+    cur.sp = cfa;
+    if (next_pc < 4096) break;
+  }
+  return n;
 }

@@ -1,0 +1,53 @@
+"""Small facts about ELF binaries: the GNU build-id (read directly from the file) and the
+return addresses of call instructions (from objdump's disassembly).
+
+Used to write plans by hand in tests and benchmarks, and to check a plan against a binary.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import subprocess
+from pathlib import Path
+
+NT_GNU_BUILD_ID = 3
+
+
+def build_id(path: Path) -> str | None:
+    """The GNU build-id of a 64-bit little-endian ELF file as lowercase hex, or None."""
+    data = Path(path).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
+    (e_shoff,) = struct.unpack_from("<Q", data, 0x28)
+    e_shentsize, e_shnum = struct.unpack_from("<HH", data, 0x3A)
+    for i in range(e_shnum):
+        sh_type, = struct.unpack_from("<I", data, e_shoff + i * e_shentsize + 4)
+        if sh_type != 7:  # SHT_NOTE
+            continue
+        sh_offset, sh_size = struct.unpack_from("<QQ", data, e_shoff + i * e_shentsize + 0x18)
+        pos, end = sh_offset, sh_offset + sh_size
+        while pos + 12 <= end:
+            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+            name_at = pos + 12
+            desc_at = name_at + ((namesz + 3) & ~3)
+            if ntype == NT_GNU_BUILD_ID and data[name_at:name_at + namesz] == b"GNU\x00":
+                return data[desc_at:desc_at + descsz].hex()
+            pos = desc_at + ((descsz + 3) & ~3)
+    return None
+
+
+def call_return_addresses(binary: Path, function: str, callee: str) -> list[int]:
+    """Offsets of the instructions right after each call from `function` to `callee`
+    (the return addresses the runtime sees), from `objdump -d`."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True,
+                         check=True).stdout
+    body = re.search(rf"^[0-9a-f]+ <{re.escape(function)}>:\n(.*?)\n\n", out, re.S | re.M)
+    if body is None:
+        raise ValueError(f"{binary}: no function {function!r} in the disassembly")
+    lines = [ln for ln in body.group(1).splitlines() if re.match(r"\s+[0-9a-f]+:", ln)]
+    found = [int(lines[i + 1].split(":")[0], 16) for i, ln in enumerate(lines[:-1])
+             if re.search(rf"call\s.*<{re.escape(callee)}(@plt)?>", ln)]
+    if not found:
+        raise ValueError(f"{binary}: {function} makes no call to {callee}")
+    return found
