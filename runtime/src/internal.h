@@ -289,6 +289,7 @@ void *hl_malloc_from(size_t size, void *const *fp);
 #define HL_FRAME ((void *const *)__builtin_frame_address(0))
 void hl_site_cache_clear(void); /* the thread's cached pooled sites (thread exit) */
 void hl_free(void *p);
+void *hl_memalign_from(size_t align, size_t size, void *const *fp);
 
 /* ---- statistics (stats.c) ---- */
 void hl_stats_report(void);

@@ -158,9 +158,19 @@ HL_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
 static void *aligned_from(size_t align, size_t size, void *const *fp, void *(*below)(size_t, size_t)) {
   int policy = hl_policy();
   if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, align);
-  if (align <= HL_GRANULE && policy >= HL_POLICY_CALLSITE) return hl_malloc_from(size, fp);
+  if (align <= HL_GRANULE && policy >= HL_POLICY_CALLSITE) {
+    /* our slots are 16-aligned; the allocator below may not be for small sizes (jemalloc's
+     * 8-byte class), so what we do not place still goes to its aligned entry point */
+    void *p = policy_alloc(policy, size, fp);
+    if (p != NULL) return p;
+  }
   count_forwarded(size);
   return below(align, size);
+}
+
+void *hl_memalign_from(size_t align, size_t size, void *const *fp) {
+  (void)hl_policy();
+  return aligned_from(align, size, fp, hl_next_alloc.memalign);
 }
 
 HL_EXPORT void *memalign(size_t align, size_t size) {

@@ -26,7 +26,7 @@ static void *retry_or_throw(size_t size, size_t align, void *const *ra, int noth
       abort();
     }
     handler();
-    void *p = align <= HL_GRANULE ? hl_malloc_from(size, ra) : hl_next_alloc.memalign(align, size);
+    void *p = align ? hl_memalign_from(align, size, ra) : hl_malloc_from(size, ra);
     if (p) return p;
   }
 }
@@ -39,9 +39,7 @@ static inline void *new_impl(size_t size, void *const *ra, int nothrow) {
 }
 
 static void *new_aligned_impl(size_t size, size_t align, void *const *ra, int nothrow) {
-  if (align <= HL_GRANULE) return new_impl(size, ra, nothrow);
-  if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, align);
-  void *p = hl_next_alloc.memalign(align, size ? size : 1);
+  void *p = hl_memalign_from(align, size ? size : 1, ra);
   if (HL_LIKELY(p != NULL)) return p;
   return retry_or_throw(size ? size : 1, align, ra, nothrow);
 }
