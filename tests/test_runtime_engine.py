@@ -4,6 +4,7 @@ run in the environment it needs; the C side checks addresses, contents and resid
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -124,3 +125,33 @@ def test_setuid_program_ignores_the_environment(engine_test, tmp_path):
     secure = run_program(as_nobody + [str(suid), "policy_name"], env_extra=env)
     assert plain.stdout.decode().strip() == "policy callsite"
     assert secure.returncode == 0 and secure.stdout.decode().strip() == "policy off"
+
+
+REALLOC_ZERO_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) static void *site(void) { return malloc(24); }
+int main(void) {
+  void *keep[200];
+  for (int i = 0; i < 200; i++) keep[i] = site();  /* the site is pooled by now */
+  void *r = realloc(keep[199], 0);
+  printf("realloc(p, 0) %s\n", r ? "returns an object" : "returns NULL");
+  free(r);
+  for (int i = 0; i < 199; i++) free(keep[i]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("allocator", ["glibc", "jemalloc", "mimalloc", "tcmalloc"])
+def test_realloc_to_zero_behaves_like_the_allocator_underneath(runtime_lib, tmp_path, allocator):
+    from heaplayout.runtime_env import RuntimeConfig, allocator_env, runtime_env
+
+    src = tmp_path / "rz.c"
+    src.write_text(REALLOC_ZERO_C)
+    exe = tmp_path / "rz"
+    subprocess.run(["gcc", "-O1", "-fno-builtin", str(src), "-o", str(exe)], check=True)
+    plain = run_program([str(exe)], env_extra=allocator_env(allocator))
+    ours = run_program([str(exe)], env_extra=runtime_env(RuntimeConfig(policy="callsite", allocator=allocator)))
+    assert plain.returncode == ours.returncode == 0
+    assert ours.stdout == plain.stdout, (plain.stdout, ours.stdout)

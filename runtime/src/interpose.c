@@ -121,12 +121,27 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
   return hl_next_alloc.calloc(n, size);
 }
 
+/* realloc(p, 0) either frees p and returns NULL (glibc, jemalloc, tcmalloc) or returns a
+ * minimal object (mimalloc); the program must see the same from our pooled objects, so
+ * the allocator underneath is asked once. */
+static int realloc_zero_frees(void) {
+  static _Atomic(int) answer = -1;
+  int a = atomic_load_explicit(&answer, memory_order_relaxed);
+  if (HL_UNLIKELY(a < 0)) {
+    void *q = hl_next_alloc.realloc(hl_next_alloc.malloc(1), 0);
+    a = q == NULL;
+    hl_next_alloc.free(q);
+    atomic_store_explicit(&answer, a, memory_order_relaxed);
+  }
+  return a;
+}
+
 static void *realloc_from(void *p, size_t size, void *const *fp) {
   if (p == NULL) return hl_malloc_from(size, fp);
   if (hl_is_ours(p)) {
-    if (size == 0) { /* glibc's behaviour: free and return NULL */
+    if (size == 0) { /* whatever the allocator underneath does with realloc(p, 0) */
       hl_free_ours(p);
-      return NULL;
+      return realloc_zero_frees() ? NULL : hl_malloc_from(0, fp);
     }
     return hl_realloc_ours(p, size);
   }
