@@ -344,43 +344,50 @@ static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
   return &overflow_rule;
 }
 
-static inline const cached_rule *rule_of(uintptr_t pc) {
-  uint32_t i = (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 51) & (RULE_SLOTS - 1);
-  for (unsigned probe = 0; probe < 16; probe++) {
+static HL_NOINLINE const cached_rule *rule_probe(uintptr_t pc, uint32_t i) {
+  for (unsigned probe = 1; probe < 16; probe++) {
     const cached_rule *r = &rules[(i + probe) & (RULE_SLOTS - 1)];
     uintptr_t k = atomic_load_explicit(&r->pc, memory_order_acquire);
-    if (HL_LIKELY(k == pc)) return r;
+    if (k == pc) return r;
     if (k == 0) break;
   }
   return rule_fill(pc, i);
 }
 
+static inline const cached_rule *rule_of(uintptr_t pc) {
+  uint32_t i = (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 51) & (RULE_SLOTS - 1);
+  const cached_rule *r = &rules[i];
+  if (HL_LIKELY(atomic_load_explicit(&r->pc, memory_order_acquire) == pc)) return r;
+  return rule_probe(pc, i);
+}
+
 /* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
  * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
- * profiler does). On return *f is the frame of the last collected pc. */
+ * profiler does). When `want` frames were found, *f is the frame of the last of them. */
 unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want) {
+  uintptr_t pc = f->pc, sp = f->sp, bp = f->bp;
   unsigned n = 0;
-  hl_frame cur = *f;
   for (unsigned steps = 0; steps < 64; steps++) {
-    const cached_rule *r = rule_of(cur.pc);
+    const cached_rule *r = rule_of(pc);
     if (!r->skip) {
       unsigned i = 0;
-      while (i < n && out[i] != cur.pc) i++;
+      while (i < n && out[i] != pc) i++;
       if (i == n) {
-        out[n++] = cur.pc;
-        *f = cur;
+        out[n++] = pc;
         if (n == want) break;
       }
     }
     if (r->cfa_reg < 0) break;
-    uintptr_t cfa = (r->cfa_reg == REG_RSP ? cur.sp : cur.bp) + (uintptr_t)(intptr_t)r->cfa_off;
-    /* the caller's frame lies above this one on the same stack */
-    if (cfa <= cur.sp || cfa - cur.sp > (1u << 20) || (cfa & 7)) break;
-    uintptr_t next_pc = *(const uintptr_t *)(cfa - 8);
-    if (r->rbp_saved) cur.bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
-    cur.pc = next_pc;
-    cur.sp = cfa;
-    if (next_pc < 4096) break;
+    uintptr_t cfa = (r->cfa_reg == REG_RSP ? sp : bp) + (uintptr_t)(intptr_t)r->cfa_off;
+    /* the caller's frame lies above this one on the same stack, within reason */
+    if (cfa - sp - 1 >= (1u << 20) || (cfa & 7)) break;
+    if (r->rbp_saved) bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
+    pc = *(const uintptr_t *)(cfa - 8);
+    sp = cfa;
+    if (pc < 4096) break;
   }
+  f->pc = pc; /* the last frame looked at: the last collected one when n == want */
+  f->sp = sp;
+  f->bp = bp;
   return n;
 }
