@@ -42,12 +42,13 @@ def call_return_addresses(binary: Path, function: str, callee: str) -> list[int]
     (the return addresses the runtime sees), from `objdump -d`."""
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)], capture_output=True, text=True,
                          check=True).stdout
-    body = re.search(rf"^[0-9a-f]+ <{re.escape(function)}>:\n(.*?)\n\n", out, re.S | re.M)
+    # gcc may clone a function under a suffixed name (xmalloc.constprop.0, f.isra.0, f.part.0)
+    body = re.search(rf"^[0-9a-f]+ <{re.escape(function)}(?:\.[a-z]+\.\d+)*>:\n(.*?)\n\n", out, re.S | re.M)
     if body is None:
         raise ValueError(f"{binary}: no function {function!r} in the disassembly")
     lines = [ln for ln in body.group(1).splitlines() if re.match(r"\s+[0-9a-f]+:", ln)]
     found = [int(lines[i + 1].split(":")[0], 16) for i, ln in enumerate(lines[:-1])
-             if re.search(rf"call\s.*<{re.escape(callee)}(@plt)?>", ln)]
+             if re.search(rf"call\s.*<{re.escape(callee)}(?:\.[a-z]+\.\d+)*(@plt)?>", ln)]
     if not found:
         raise ValueError(f"{binary}: {function} makes no call to {callee}")
     return found

@@ -1,0 +1,181 @@
+"""`heaplayout profile`: record how a program uses its heap, under the hlprof Valgrind tool.
+
+    heaplayout profile [-o FILE] [options] -- PROG [ARGS...]
+    heaplayout profile show FILE [--top N]
+    heaplayout profile merge A B [...] -o C
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .. import paths
+from ..profile_format import Profile, ProfileError, merge_profiles, read_profile, write_profile
+
+TOOL = "hlprof"
+
+
+def profiler_lib_dir() -> Path:
+    """The VALGRIND_LIB directory the build prepares (build/profiler/lib)."""
+    d = paths.build_dir() / "profiler" / "lib"
+    if not (d / f"{TOOL}-amd64-linux").exists():
+        raise paths.MissingArtifact(
+            f"the profiler tool {TOOL}-amd64-linux not found in {d}; build it with: scripts/build.sh "
+            "(needs the valgrind package; or set HEAPLAYOUT_BUILD_DIR to your CMake build directory)")
+    return d
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "profile",
+        help="profile a program's heap use (contexts, objects, affinity, pointer edges)",
+        description="Run PROG under the hlprof Valgrind tool and write one profile file. "
+        "Forms: 'heaplayout profile [-o FILE] [options] -- PROG [ARGS...]', "
+        "'heaplayout profile show FILE', 'heaplayout profile merge A B [...] -o C'. "
+        "The program's output and exit status are its own.",
+    )
+    p.add_argument("action", nargs="*", metavar="show FILE | merge FILES...",
+                   help="'show FILE' prints a summary; 'merge A B ... -o C' combines runs")
+    p.add_argument("-o", "--output", metavar="FILE", help="profile to write (default: heaplayout.profile)")
+    p.add_argument("--depth", type=int, metavar="N", help="frames kept per allocation context (default 12)")
+    p.add_argument("--max-unwind", type=int, metavar="N", help="raw frames unwound per allocation (default 128)")
+    p.add_argument("--affinity-distance", type=int, metavar="BYTES", help="HALO affinity distance (default 128)")
+    p.add_argument("--max-object-size", type=int, metavar="BYTES",
+                   help="larger objects are counted but kept out of the affinity graph (default 4096)")
+    p.add_argument("--stream-max", type=int, metavar="N", help="reference stream entries kept, 0 = none (default 10M)")
+    p.add_argument("--objects", choices=("all", "accessed", "none"), help="which object records to write (default all)")
+    p.add_argument("--progress", type=int, metavar="N", default=100_000_000,
+                   help="progress line on stderr every N heap accesses (default 100M, 0 = never)")
+    p.add_argument("--trim", metavar="LIST", help="comma-separated module name parts whose frames are dropped")
+    p.add_argument("--no-pointer-edges", action="store_true", help="do not record pointer edges")
+    p.add_argument("--no-affinity", action="store_true", help="do not build the affinity graph")
+    p.add_argument("--log-file", metavar="FILE",
+                   help="Valgrind's and the tool's messages (progress, fatal-signal reports) go to FILE, not stderr")
+    p.add_argument("--valgrind", default="valgrind", help="valgrind executable (default: valgrind)")
+    p.add_argument("--top", type=int, default=15, help="show: how many contexts and edges to list (default 15)")
+    p.add_argument("--force", action="store_true", help="merge: allow profiles of different binaries")
+    p.set_defaults(func=profile_command)
+
+
+def tool_argv(args: argparse.Namespace, out: str) -> list[str]:
+    argv = [args.valgrind, "-q", f"--tool={TOOL}", f"--out-file={out}"]
+    for opt in ("depth", "max_unwind", "affinity_distance", "max_object_size", "stream_max", "objects",
+                "progress", "trim"):
+        v = getattr(args, opt, None)
+        if v is not None:
+            argv.append(f"--{opt.replace('_', '-')}={v}")
+    if args.no_pointer_edges:
+        argv.append("--pointer-edges=no")
+    if args.no_affinity:
+        argv.append("--affinity=no")
+    if args.log_file:
+        argv.append(f"--log-file={os.path.abspath(args.log_file)}")
+    return argv
+
+
+def profile_command(args: argparse.Namespace) -> int:
+    action = args.action or []
+    if action and action[0] == "show":
+        return show_command(action[1:], args)
+    if action and action[0] == "merge":
+        return merge_command(action[1:], args)
+    if action:
+        print(f"heaplayout profile: unknown action {action[0]!r}; use show, merge, or -- PROG", file=sys.stderr)
+        return 2
+    if not args.program:
+        print("heaplayout profile: no program given; usage: heaplayout profile [-o FILE] -- PROG [ARGS...]",
+              file=sys.stderr)
+        return 2
+    try:
+        lib = profiler_lib_dir()
+    except paths.MissingArtifact as err:
+        print(f"heaplayout profile: {err}", file=sys.stderr)
+        return 2
+    valgrind = shutil.which(args.valgrind)
+    if not valgrind:
+        print(f"heaplayout profile: {args.valgrind} not found (install the valgrind package)", file=sys.stderr)
+        return 2
+    out = os.path.abspath(args.output or "heaplayout.profile")
+    argv = tool_argv(args, out) + list(args.program)
+    env = dict(os.environ)
+    env["VALGRIND_LIB"] = str(lib)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # exec: the program's stdout, stderr, exit code and fatal signal are passed through unchanged
+    os.execvpe(valgrind, argv, env)
+    return 0  # not reached
+
+
+def show_command(files: list[str], args: argparse.Namespace) -> int:
+    if len(files) != 1:
+        print("heaplayout profile show: give exactly one profile file", file=sys.stderr)
+        return 2
+    try:
+        # object records and the stream are not needed for a complete profile's summary
+        prof = read_profile(files[0], with_objects=False, with_stream=False)
+        if not prof.complete:
+            prof = read_profile(files[0])
+    except (OSError, ProfileError) as err:
+        print(f"heaplayout profile show: {err}", file=sys.stderr)
+        return 1
+    print(format_summary(prof, top=args.top))
+    return 0
+
+
+def merge_command(files: list[str], args: argparse.Namespace) -> int:
+    if len(files) < 2 or not args.output:
+        print("heaplayout profile merge: usage: heaplayout profile merge A B [...] -o C", file=sys.stderr)
+        return 2
+    try:
+        merged = merge_profiles([read_profile(f) for f in files], force=args.force)
+    except (OSError, ProfileError, ValueError) as err:
+        print(f"heaplayout profile merge: {err}", file=sys.stderr)
+        return 1
+    write_profile(merged, args.output)
+    print(f"merged {len(files)} profiles into {args.output}: {len(merged.contexts)} contexts, "
+          f"{len(merged.objects)} objects", file=sys.stderr)
+    return 0
+
+
+def format_summary(p: Profile, top: int = 15) -> str:
+    lines = []
+    exe = p.header.get("exe", "?")
+    lines.append(f"profile of: {' '.join([exe] + p.args)}")
+    state = "complete" if p.complete else "INCOMPLETE (the run was cut short; totals rebuilt from freed objects)"
+    runs = p.header.get("merged_runs")
+    lines.append(f"format {p.version}, {state}" + (f", merged from {runs} runs" if runs else ""))
+    accesses = sum(c.accesses for c in p.contexts.values())
+    nobj = p.summary.get("objects", sum(c.objects for c in p.contexts.values()))
+    lines.append(f"contexts: {len(p.contexts)}   objects: {nobj}   "
+                 f"heap accesses: {p.summary.get('heap_accesses', accesses)}")
+    lines.append(f"affinity edges: {len(p.affinity)} (total weight {sum(p.affinity.values())}, "
+                 f"distance {p.header.get('affinity_distance', '?')} B)   pointer edges: {len(p.pointer_edges)}")
+    stream = f"stream: {p.summary.get('stream_entries', len(p.stream))} entries"
+    if p.stream_truncated:
+        stream += f" (TRUNCATED at --stream-max, {p.summary.get('stream_dropped', '?')} dropped)"
+    lines.append(stream)
+    lines.append("")
+    lines.append(f"top contexts by accesses:")
+    ranked = sorted(p.contexts.values(), key=lambda c: c.accesses, reverse=True)[:top]
+    for c in ranked:
+        share = 100.0 * c.accesses / accesses if accesses else 0.0
+        lines.append(f"  #{c.id} [{c.kind}] {c.accesses} accesses ({share:.1f}%), loads {c.loads}, stores {c.stores}, "
+                     f"{c.objects} objects, {c.bytes} bytes, max live {c.max_live}")
+        for m, off in c.frames:
+            lines.append(f"      {p.describe_frame(m, off)}")
+    if p.affinity:
+        lines.append("")
+        lines.append("strongest affinity edges:")
+        for (x, y), w in sorted(p.affinity.items(), key=lambda kv: kv[1], reverse=True)[:top]:
+            lines.append(f"  #{x} -- #{y}: {w}")
+    if p.pointer_edges:
+        lines.append("")
+        lines.append("most frequent pointer edges (from context, field offset, to context):")
+        for (a, off, b), n in sorted(p.pointer_edges.items(), key=lambda kv: kv[1], reverse=True)[:top]:
+            where = "*" if off < 0 else f"+{off}"
+            lines.append(f"  #{a}{where} -> #{b}: {n} stores")
+    return "\n".join(lines)

@@ -1,0 +1,241 @@
+"""Group identification: which call chains the runtime maps to which group.
+
+Two forms are computed from the same labelled contexts (every profiled context with its call
+chain, innermost frame first, and its group, 0 for ungrouped):
+
+* The rule table the plan uses: DPA's adaptive partial call chains (DPA 3.1, 4). A context is
+  decided by the shortest chain prefix (innermost frames) that no context with a different
+  label shares. Rules follow the runtime's matching: the longest rule that is a prefix of the
+  allocation's chain wins, no match means ungrouped. Ungrouped contexts need no rules,
+  except when a profiled chain is a whole prefix of another one with a different label
+  (a short stack, or a depth-truncated one): the shorter chain's rule also matches the
+  longer chain, so the longer one gets its own rule, with group 0 when it is ungrouped.
+  Chains seen in no profile fall to the longest rule they match: under a one-label prefix
+  they join that label (DPA's generalisation), under a mixed prefix they stay ungrouped.
+
+* HALO's selectors (Figure 10): per group a disjunction of conjunctions of call sites that
+  may appear anywhere on the stack. Reported for comparison only.
+
+Contexts whose chains are identical over their whole recorded depth but carry different
+labels cannot be told apart by any rule. The label with the most accesses wins (ties: the
+lower label, so "ungrouped" beats a group); the others are counted as indistinguishable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Frame = tuple[int, int]  # (module id, offset) exactly as in the profile
+Chain = tuple[Frame, ...]  # innermost first
+
+@dataclass(frozen=True)
+class LabelledContext:
+    id: int
+    chain: Chain
+    accesses: int
+    group: int  # 0 = ungrouped
+
+
+@dataclass(frozen=True)
+class Rule:
+    group: int  # 0 sends matching chains back to "ungrouped"
+    frames: Chain
+
+
+@dataclass
+class RuleTable:
+    rules: list[Rule]
+    # contexts whose label had to be overruled because an identical chain wins: id -> (wanted, got)
+    overruled: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def total_frames(self) -> int:
+        return sum(len(r.frames) for r in self.rules)
+
+    @property
+    def max_depth(self) -> int:
+        return max((len(r.frames) for r in self.rules), default=0)
+
+    @property
+    def ungrouping_rules(self) -> int:
+        return sum(1 for r in self.rules if r.group == 0)
+
+    def depth_histogram(self) -> dict[int, int]:
+        hist: dict[int, int] = {}
+        for r in self.rules:
+            hist[len(r.frames)] = hist.get(len(r.frames), 0) + 1
+        return dict(sorted(hist.items()))
+
+
+@dataclass
+class _Node:
+    """A chain prefix in the trie of all chains."""
+
+    depth: int
+    children: dict[Frame, "_Node"] = field(default_factory=dict)
+    ending: list[LabelledContext] = field(default_factory=list)  # contexts whose chain ends here
+    forced: int | None = None  # label of the contexts ending here, after resolving conflicts
+    labels: set[int] = field(default_factory=set)  # labels of all contexts at or below
+
+
+def _build_trie(contexts: list[LabelledContext]) -> _Node:
+    root = _Node(0)
+    for c in contexts:
+        if not c.chain:
+            continue  # nothing the runtime could match
+        node = root
+        for frame in c.chain:
+            node = node.children.setdefault(frame, _Node(node.depth + 1))
+        node.ending.append(c)
+    return root
+
+
+def _winning_label(ending: list[LabelledContext]) -> int:
+    """Majority by accesses among contexts with the same chain; ties to the lower label."""
+    by_label: dict[int, int] = {}
+    for c in ending:
+        by_label[c.group] = by_label.get(c.group, 0) + c.accesses
+    return min(by_label, key=lambda label: (-by_label[label], label))
+
+
+def _collect_labels(node: _Node, overruled: dict[int, tuple[int, int]]) -> None:
+    """Fill node.forced and node.labels bottom-up, resolving identical chains."""
+    for child in node.children.values():
+        _collect_labels(child, overruled)
+        node.labels |= child.labels
+    if node.ending:
+        node.forced = _winning_label(node.ending)
+        for c in node.ending:
+            if c.group != node.forced:
+                overruled[c.id] = (c.group, node.forced)
+        node.labels.add(node.forced)
+
+
+def _emit(node: _Node, prefix: Chain, inherited: int, out: list[Rule]) -> None:
+    """Rules for the subtree under `prefix`, where shorter rules already give `inherited`.
+
+    A subtree of one label is decided at its top: one rule, unless the label is already
+    what a shorter rule gives. In a mixed subtree nothing is claimed for unseen chains, except
+    where a profiled chain ends at this very prefix: its label must be given here, and the
+    children then inherit it (so a child of another label, even ungrouped, needs a rule)."""
+    if node.depth > 0 and len(node.labels) == 1:
+        (label,) = node.labels
+        if label != inherited:
+            out.append(Rule(label, prefix))
+        return
+    if node.forced is not None:
+        if node.forced != inherited:
+            out.append(Rule(node.forced, prefix))
+        inherited = node.forced
+    for frame in sorted(node.children):
+        _emit(node.children[frame], prefix + (frame,), inherited, out)
+
+
+def apcc_rules(contexts: list[LabelledContext]) -> RuleTable:
+    """Adaptive partial call chains: each context is decided by the shortest prefix of its
+    chain (innermost frames) that no context of another label shares; see the module doc."""
+    root = _build_trie(contexts)
+    overruled: dict[int, tuple[int, int]] = {}
+    _collect_labels(root, overruled)
+    rules: list[Rule] = []
+    _emit(root, (), 0, rules)
+    return RuleTable(rules, overruled)
+
+
+def classify(rules: list[Rule], chain: Chain) -> int:
+    """What the runtime does: the longest rule that is a prefix of `chain`, else 0."""
+    best_len = 0
+    group = 0
+    for r in rules:
+        n = len(r.frames)
+        if n > best_len and chain[:n] == r.frames:
+            best_len, group = n, r.group
+    return group
+
+
+# --- HALO selectors (Figure 10) ------------------------------------------------------------
+
+Conjunction = tuple[Frame, ...]  # call sites that must all be on the stack
+
+
+@dataclass
+class Selector:
+    group: int
+    terms: list[Conjunction]  # disjunction
+
+
+@dataclass
+class SelectorSet:
+    selectors: list[Selector]  # in evaluation order (most popular group first)
+    unresolved: list[int] = field(default_factory=list)  # member contexts with conflicts left
+
+    @property
+    def conjunctions(self) -> int:
+        return sum(len(s.terms) for s in self.selectors)
+
+    @property
+    def terms(self) -> int:
+        return sum(len(t) for s in self.selectors for t in s.terms)
+
+    @property
+    def sites(self) -> int:
+        """Distinct call sites the selectors watch (HALO instruments each one)."""
+        return len({site for s in self.selectors for t in s.terms for site in t})
+
+
+def halo_selectors(contexts: list[LabelledContext]) -> SelectorSet:
+    """Figure 10. Groups are handled from most to least accessed; a group's selector only has
+    to avoid contexts of later groups and ungrouped ones (earlier selectors are tested first).
+    For each member the conjunction grows by the call site of the member's chain found on the
+    fewest conflicting chains (ties: the innermost site, our reading of "lower in the
+    stack") until no conflict is left or a site no longer reduces them.
+
+    One reading choice: Figure 10 ORs the conjunction into the selector at every step; we OR
+    in only the final conjunction per member, since the less specific earlier ones would
+    match every conflict the refinement removed.
+    """
+    members: dict[int, list[LabelledContext]] = {}
+    for c in contexts:
+        if c.group:
+            members.setdefault(c.group, []).append(c)
+    order = sorted(members, key=lambda g: (-sum(c.accesses for c in members[g]), g))
+    ignore: set[int] = set()
+    result = SelectorSet([])
+    site_sets = [(c, set(c.chain)) for c in contexts]
+    for group in order:
+        ignore.add(group)
+        selector = Selector(group, [])
+        for member in members[group]:
+            expr: list[Frame] = []
+            conflicts: int | None = None  # None stands for the figure's infinity
+            while conflicts != 0:
+                chains = [sites for c, sites in site_sets
+                          if c.group not in ignore and all(s in sites for s in expr)]
+                best: tuple[int, int, Frame] | None = None
+                for position, site in enumerate(member.chain):
+                    m = sum(1 for sites in chains if site in sites)
+                    if best is None or (m, position) < best[:2]:
+                        best = (m, position, site)
+                if best is None:
+                    break  # a member without frames
+                m, _, site = best
+                if m == conflicts:
+                    break
+                expr.append(site)
+                conflicts = m
+            if conflicts:
+                result.unresolved.append(member.id)
+            if expr and tuple(expr) not in selector.terms:
+                selector.terms.append(tuple(expr))
+        result.selectors.append(selector)
+    return result
+
+
+def selector_group(selectors: SelectorSet, chain: Chain) -> int:
+    """HALO's runtime test: the first selector with a conjunction whose sites are all on the
+    stack; 0 when none matches."""
+    sites = set(chain)
+    for s in selectors.selectors:
+        if any(all(site in sites for site in term) for term in s.terms):
+            return s.group
+    return 0

@@ -1,0 +1,179 @@
+"""From a profile to a plan: grouping by strategy, identification, and the plan records.
+
+Strategies: `halo` (grouping.py, full-chain identification by adaptive partial call chains),
+`hds` and `callsite` (hds.py, identification by the immediate call site).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import grouping, hds, identify
+from .plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
+from .profile_format import Profile
+
+STRATEGIES = ("halo", "hds", "callsite")
+DEFAULT_CHUNK_SIZE = 1 << 20  # HALO 5.1: grouped objects come from 1 MiB chunks
+DEFAULT_MAX_OBJECT_SIZE = 4096  # HALO 5.1: maximum grouped-object size 4 KiB
+# The runtime skips a frame when its module's file name is exactly a `skip` name (runtime
+# plan.c), while the profiler trims modules whose name *contains* a `trim` string. The plan
+# lists the usual file names of the libraries the profiler trims; those of the profile's
+# own system modules are added (see skip_names).
+KNOWN_SYSTEM_LIBRARIES = ("libc.so.6", "libstdc++.so.6", "libgcc_s.so.1", "ld-linux-x86-64.so.2")
+DEFAULT_TRIM = ("vgpreload_", "libc.so", "libc-", "libstdc++.so", "ld-linux", "libgcc_s.so")
+
+
+def plan_frame(offset: int) -> int:
+    """The plan offset of a profile frame offset.
+
+    Valgrind's stack traces (VG_(get_StackTrace)) record every caller frame as its return
+    address minus 1, so that the address falls inside the call instruction; the profile keeps
+    that. The runtime compares return addresses (`__builtin_return_address`), so add the 1
+    back. Every profile frame the planner uses is a caller frame (the allocation function's
+    own frame is trimmed), so the same adjustment applies to all of them.
+    """
+    return offset + 1
+
+
+def profile_frame(offset: int) -> int:
+    """Inverse of plan_frame, for `plan show --profile`."""
+    return offset - 1
+
+
+@dataclass
+class PlannedGroup:
+    id: int
+    contexts: list[int]  # profile context ids
+    weight: int  # halo: affinity inside the group; hds: stream heat; callsite: accesses
+    score: float | None = None  # halo: s(G) of Figure 7
+    sites: list[hds.Site] = field(default_factory=list)  # hds and callsite: the identifying sites
+
+
+@dataclass
+class PlanResult:
+    plan: Plan
+    groups: list[PlannedGroup]
+    labels: dict[int, int]  # context id -> group (0 = ungrouped), as wanted by the grouping
+    rules: identify.RuleTable
+    selectors: identify.SelectorSet
+    usable: set[int]  # contexts the runtime can identify
+    hot_streams: int = 0  # hds: number of hot data streams
+
+
+def usable_contexts(profile: Profile) -> set[int]:
+    """Contexts the runtime can recognise: at least one frame, every frame in a known module
+    that the runtime does not skip. (The profiler falls back to a system frame when a stack
+    has no program frame at all; such contexts are never grouped.)"""
+    ok = set()
+    for c in profile.contexts.values():
+        if c.frames and all(m in profile.modules and not profile.modules[m].system for m, _ in c.frames):
+            ok.add(c.id)
+    return ok
+
+
+def skip_names(profile: Profile) -> list[str]:
+    """Exact module file names the runtime must skip: the known system libraries that the
+    profile's trim list covers, plus the file names of system modules in the profile."""
+    trim_text = profile.header.get("trim", "")
+    trim = [t for t in trim_text.split(",") if t] if trim_text and trim_text != "-" else list(DEFAULT_TRIM)
+    names = [lib for lib in KNOWN_SYSTEM_LIBRARIES if any(t in lib for t in trim)]
+    names += sorted(Path(m.path).name for m in profile.modules.values() if m.system)
+    return list(dict.fromkeys(n for n in names if n and " " not in n))
+
+
+def _halo_groups(profile: Profile, params: grouping.GroupingParams, usable: set[int]) -> list[PlannedGroup]:
+    graph = grouping.graph_from_profile(profile, usable)
+    return [PlannedGroup(i, list(g.members), g.weight, g.score)
+            for i, g in enumerate(grouping.group_contexts(graph, params), start=1)]
+
+
+def _site_planned(profile: Profile, site_groups: list[hds.SiteGroup], usable: set[int]) -> list[PlannedGroup]:
+    out = []
+    for i, sg in enumerate(site_groups, start=1):
+        sites = set(sg.sites)
+        members = sorted(c.id for c in profile.contexts.values() if c.id in usable and c.frames[0] in sites)
+        out.append(PlannedGroup(i, members, sg.weight, None, list(sg.sites)))
+    return out
+
+
+def _labelled(profile: Profile, labels: dict[int, int], usable: set[int], depth: int | None) -> list[identify.LabelledContext]:
+    return [identify.LabelledContext(c.id, tuple(c.frames if depth is None else c.frames[:depth]), c.accesses,
+                                     labels.get(c.id, 0))
+            for c in profile.contexts.values() if c.id in usable]
+
+
+def make_plan(profile: Profile, strategy: str = "halo", *,
+              grouping_params: grouping.GroupingParams | None = None,
+              hds_params: hds.HdsParams | None = None,
+              chunk_size: int = DEFAULT_CHUNK_SIZE,
+              max_object_size: int | None = None,
+              source: str = "") -> PlanResult:
+    """Group, identify and build the plan for one profile."""
+    gp = grouping_params or grouping.GroupingParams()
+    hp = hds_params or hds.HdsParams()
+    if max_object_size is None:
+        max_object_size = profile.header_int("max_object_size", DEFAULT_MAX_OBJECT_SIZE) or DEFAULT_MAX_OBJECT_SIZE
+    usable = usable_contexts(profile)
+    streams = 0
+    if strategy == "halo":
+        groups = _halo_groups(profile, gp, usable)
+        depth: int | None = MAX_RULE_FRAMES  # chains recorded deeper are cut to what a rule can hold
+        described = gp.describe()
+    elif strategy == "hds":
+        site_groups, hot = hds.hds_groups(profile, hp, max_object_size, usable)
+        streams = len(hot)
+        groups = _site_planned(profile, site_groups, usable)
+        depth = 1
+        described = hp.describe()
+    elif strategy == "callsite":
+        groups = _site_planned(profile, hds.callsite_groups(profile, gp.coverage, gp.gthresh, usable), usable)
+        depth = 1
+        described = f"coverage={gp.coverage} gthresh={gp.gthresh}"
+    else:
+        raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})")
+
+    labels = {c: g.id for g in groups for c in g.contexts}
+    contexts = _labelled(profile, labels, usable, depth)
+    table = identify.apcc_rules(contexts)
+    selectors = identify.halo_selectors(contexts)
+    _check_rules(table, contexts)
+
+    plan = Plan(strategy=strategy, chunk_size=chunk_size, max_object_size=max_object_size)
+    index: dict[int, int] = {}
+    for mid in sorted({m for r in table.rules for m, _ in r.frames}):
+        index[mid] = len(index)
+        mod = profile.modules[mid]
+        plan.modules.append(PlanModule(index[mid], mod.build_id.lower() if mod.build_id else None, mod.path))
+    plan.skips = skip_names(profile)
+    plan.groups = [PlanGroup(g.id, len(g.contexts), g.weight) for g in groups]
+    plan.rules = [SelectRule(r.group, tuple((index[m], plan_frame(off)) for m, off in r.frames)) for r in table.rules]
+    plan.comments = [
+        f"made by heaplayout plan from {source or 'a profile'} (exe {profile.header.get('exe', '?')})",
+        f"parameters: {described}",
+        f"identification: {len(table.rules)} rules with {table.total_frames} frames (longest "
+        f"{table.max_depth}, {table.ungrouping_rules} back to ungrouped, {len(table.overruled)} "
+        f"indistinguishable contexts); HALO selectors would need {selectors.conjunctions} conjunctions, "
+        f"{selectors.terms} terms, {selectors.sites} call sites",
+    ]
+    return PlanResult(plan, groups, labels, table, selectors, usable, streams)
+
+
+def _check_rules(table: identify.RuleTable, contexts: list[identify.LabelledContext]) -> None:
+    """Every context must come out of the runtime's matching with the label we meant."""
+    for c in contexts:
+        want = table.overruled.get(c.id, (c.group, c.group))[1]
+        got = identify.classify(table.rules, c.chain)
+        if got != want:
+            raise AssertionError(f"internal error: rules give context {c.id} group {got}, wanted {want}")
+
+
+def profile_module_for(profile: Profile, module: PlanModule) -> int | None:
+    """The profile module a plan module names (same build-id, else same path)."""
+    for m in profile.modules.values():
+        if module.build_id and m.build_id and m.build_id.lower() == module.build_id:
+            return m.id
+    for m in profile.modules.values():
+        if m.path == module.path or Path(m.path).name == Path(module.path).name:
+            return m.id
+    return None

@@ -1,0 +1,121 @@
+/* HALO affinity graph (HALO section 4.1). Each thread has an affinity queue of its most
+ * recent macro-accesses to heap objects no larger than --max-object-size. A new access to
+ * object u (context x) of s bytes:
+ *   - deduplication: if the newest queue entry is u itself, nothing happens;
+ *   - otherwise the queue is walked from newest to oldest, summing entry sizes onto s; every
+ *     entry v reached while the sum (u + entries between + v) stays <= A bytes is a
+ *     candidate; u itself is skipped (no self-affinity), each object counts at most once
+ *     per walk (no double counting), and only co-allocatable pairs count: no object
+ *     allocated strictly between u and v may come from x or from v's context y;
+ *   - each counted v adds 1 to the undirected edge weight w(x, y) (x == y is allowed);
+ *   - u is pushed as a new entry of size s.
+ * With A = 32 and 4-byte accesses to distinct objects, each access is affine to the 7
+ * before it, as in HALO's Figure 5. */
+#include "hp.h"
+
+/* A queue entry carries copies of the object's immutable fields, so that most of the walk
+ * reads only the (contiguous) queue. */
+typedef struct { HpObj* o; UInt size; UInt cid; ULong id; ULong prev_ctx_seq; } QEnt;
+typedef struct { QEnt* e; UInt head, n; } Queue;
+
+static Queue* queues;
+static UInt nqueues;
+static UInt qcap;
+static ULong stamp_ctr;
+static HpCountMap graph;
+ULong hp_affinity_pairs;
+
+void hp_affinity_init(void)
+{
+   qcap = 16;
+   while (qcap < hp_opt.affinity_distance + 2) qcap *= 2;
+   hp_cm_init(&graph, 1 << 12);
+}
+
+/* Co-allocatable: no object allocated strictly between u and v comes from u's or v's context.
+ * With e the earlier and l the later of the two: l's context allocated nothing after e
+ * (l->prev_ctx_seq <= e->id) and e's context nothing before l (e->next_ctx_seq >= l->id). */
+static inline Bool coallocatable(HpObj* u, const QEnt* v)
+{
+   if (v->id < u->id) {
+      if (u->prev_ctx_seq > v->id) return False;
+      ULong nx = v->o->next_ctx_seq;
+      return nx == 0 || nx >= u->id;
+   } else {
+      if (v->prev_ctx_seq > u->id) return False;
+      return u->next_ctx_seq == 0 || u->next_ctx_seq >= v->id;
+   }
+}
+
+static inline void add_edge(UInt x, UInt y, UInt n)
+{
+   if (x > y) { UInt t = x; x = y; y = t; }
+   hp_cm_add(&graph, ((ULong)x << 32) | y, 0, n);
+   hp_affinity_pairs += n;
+}
+
+void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
+{
+   if (UNLIKELY(tid >= nqueues)) {
+      UInt n = tid + 16;
+      queues = VG_(realloc)("hp.affqs", queues, n * sizeof(Queue));
+      VG_(memset)(queues + nqueues, 0, (n - nqueues) * sizeof(Queue));
+      nqueues = n;
+   }
+   Queue* q = &queues[tid];
+   UInt mask = qcap - 1;
+   if (UNLIKELY(!q->e)) q->e = VG_(calloc)("hp.affq", qcap, sizeof(QEnt));
+   if (q->n && q->e[(q->head - 1) & mask].o == u) return;
+
+   ULong st = ++stamp_ctr;
+   ULong dist = sz;
+   ULong A = hp_opt.affinity_distance;
+   UInt x = u->cid, run_y = 0, run_n = 0;   /* consecutive hits on one context, added at once */
+   for (UInt k = 1; k <= q->n; k++) {
+      QEnt* e = &q->e[(q->head - k) & mask];
+      dist += e->size;
+      if (dist > A) break;
+      if (e->o == u || !coallocatable(u, e)) continue;
+      HpObj* v = e->o;
+      if (v->stamp == st) continue;   /* no double counting */
+      v->stamp = st;
+      if (e->cid != run_y && run_n) {
+         add_edge(x, run_y, run_n);
+         run_n = 0;
+      }
+      run_y = e->cid;
+      run_n++;
+   }
+   if (run_n) add_edge(x, run_y, run_n);
+   if (q->n == qcap) {
+      hp_obj_unref(q->e[(q->head - q->n) & mask].o);
+      q->n--;
+   }
+   q->e[q->head].o = u;
+   q->e[q->head].size = sz;
+   q->e[q->head].cid = u->cid;
+   q->e[q->head].id = u->id;
+   q->e[q->head].prev_ctx_seq = u->prev_ctx_seq;
+   u->refs++;
+   q->head = (q->head + 1) & mask;
+   q->n++;
+}
+
+void hp_affinity_thread_exit(ThreadId tid)
+{
+   if (tid >= nqueues) return;
+   Queue* q = &queues[tid];
+   UInt mask = qcap - 1;
+   while (q->n) {
+      hp_obj_unref(q->e[(q->head - q->n) & mask].o);
+      q->n--;
+   }
+}
+
+void hp_affinity_fini(void)
+{
+   for (ULong i = 0; i <= graph.mask; i++) {
+      HpCount* c = &graph.tab[i];
+      if (c->n) hp_out_printf("A %llu %llu %llu\n", c->k1 >> 32, c->k1 & 0xffffffffULL, c->n);
+   }
+}

@@ -1,0 +1,155 @@
+/* hlprof: the tool contract in one place (options, init, fini). See hp.h for the files. */
+#include "hp.h"
+#include "pub_tool_vkiscnums.h"
+
+HpOptions hp_opt = {
+   .out_file = "hlprof.out.%p",
+   .depth = 12,
+   .max_unwind = 128,
+   .affinity_distance = 128,
+   .max_object_size = 4096,
+   .stream_max = 10000000,
+   .objects = 2,
+   .progress = 0,
+   .trim = "vgpreload_,libc.so,libc-,libstdc++.so,ld-linux,libgcc_s.so",
+   .pointer_edges = True,
+   .affinity = True,
+};
+
+static const HChar* objects_arg = "all";
+static Bool out_ok;
+
+void hp_access_init_progress(void);
+
+static Bool hp_process_cmd_line_option(const HChar* arg)
+{
+   const HChar* tmp_str;
+   Long l;
+   if VG_STR_CLO(arg, "--out-file", hp_opt.out_file) {}
+   else if VG_BINT_CLO(arg, "--depth", l, 1, 256) { hp_opt.depth = l; }
+   else if VG_BINT_CLO(arg, "--max-unwind", l, 1, 512) { hp_opt.max_unwind = l; }
+   else if VG_BINT_CLO(arg, "--affinity-distance", l, 1, 1 << 20) { hp_opt.affinity_distance = l; }
+   else if VG_BINT_CLO(arg, "--max-object-size", l, 0, 1LL << 40) { hp_opt.max_object_size = l; }
+   else if VG_BINT_CLO(arg, "--stream-max", l, 0, 1LL << 50) { hp_opt.stream_max = l; }
+   else if VG_BINT_CLO(arg, "--progress", l, 0, 1LL << 50) { hp_opt.progress = l; }
+   else if VG_STR_CLO(arg, "--trim", hp_opt.trim) {}
+   else if VG_BOOL_CLO(arg, "--pointer-edges", hp_opt.pointer_edges) {}
+   else if VG_BOOL_CLO(arg, "--affinity", hp_opt.affinity) {}
+   else if VG_STR_CLO(arg, "--objects", tmp_str) {
+      objects_arg = tmp_str;
+      if (VG_STREQ(tmp_str, "all")) hp_opt.objects = 2;
+      else if (VG_STREQ(tmp_str, "accessed")) hp_opt.objects = 1;
+      else if (VG_STREQ(tmp_str, "none")) hp_opt.objects = 0;
+      else return False;
+   }
+   else return VG_(replacement_malloc_process_cmd_line_option)(arg);
+   return True;
+}
+
+static void hp_print_usage(void)
+{
+   VG_(printf)(
+"    --out-file=<file>         profile file [hlprof.out.%%p]\n"
+"    --depth=<n>               frames kept per allocation context [12]\n"
+"    --max-unwind=<n>          raw frames unwound per allocation [128]\n"
+"    --affinity-distance=<b>   HALO affinity distance in bytes [128]\n"
+"    --max-object-size=<b>     larger objects stay out of the affinity graph [4096]\n"
+"    --stream-max=<n>          reference stream entries kept, 0 = none [10000000]\n"
+"    --objects=all|accessed|none  which O records to write [all]\n"
+"    --progress=<n>            progress line every n heap accesses, 0 = never [0]\n"
+"    --trim=<a,b,..>           module name substrings whose frames are dropped\n"
+"    --pointer-edges=yes|no    record pointer edges [yes]\n"
+"    --affinity=yes|no         build the affinity graph [yes]\n");
+}
+
+static void hp_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
+
+static void start_client_code(ThreadId tid, ULong blocks) { hp_cur_tid = tid; }
+static void thread_exit(ThreadId tid) { hp_affinity_thread_exit(tid); }
+static void in_child(ThreadId tid) { hp_out_disable(); out_ok = False; }
+
+/* Valgrind does not follow exec: at least keep what was recorded before it. */
+static void pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs)
+{
+   if ((sysno == __NR_execve || sysno == __NR_execveat) && out_ok) hp_out_flush();
+}
+
+static void post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs, SysRes res) {}
+
+static void write_header(void)
+{
+   hp_out_printf("hlprof %d\n", HP_FORMAT_VERSION);
+   hp_out_printf("H tool hlprof %s\n", HP_TOOL_VERSION);
+   hp_out_puts("H exe ");
+   hp_out_escaped(VG_(args_the_exename) ? VG_(args_the_exename) : "?");
+   hp_out_puts("\n");
+   for (Word i = 0; i < VG_(sizeXA)(VG_(args_for_client)); i++) {
+      hp_out_puts("H arg ");
+      hp_out_escaped(*(HChar**)VG_(indexXA)(VG_(args_for_client), i));
+      hp_out_puts("\n");
+   }
+   hp_out_printf("H pid %d\n", VG_(getpid)());
+   hp_out_puts("H clock heap-accesses\n");
+   hp_out_printf("H depth %u\n", hp_opt.depth);
+   hp_out_printf("H max_unwind %u\n", hp_opt.max_unwind);
+   hp_out_printf("H affinity_distance %u\n", hp_opt.affinity_distance);
+   hp_out_printf("H max_object_size %llu\n", hp_opt.max_object_size);
+   hp_out_printf("H stream_max %llu\n", hp_opt.stream_max);
+   hp_out_printf("H objects %s\n", objects_arg);
+   hp_out_printf("H affinity %d\n", hp_opt.affinity ? 1 : 0);
+   hp_out_printf("H pointer_edges %d\n", hp_opt.pointer_edges ? 1 : 0);
+   hp_out_puts("H trim ");
+   hp_out_escaped(hp_opt.trim[0] ? hp_opt.trim : "-");
+   hp_out_puts("\n");
+   hp_out_flush();
+}
+
+static void hp_post_clo_init(void)
+{
+   HChar* path = VG_(expand_file_name)("--out-file", hp_opt.out_file);
+   out_ok = hp_out_open(path);
+   if (!out_ok) {
+      VG_(message)(Vg_UserMsg, "hlprof: cannot open profile file %s\n", path);
+      VG_(exit)(1);
+   }
+   hp_module_init();
+   hp_affinity_init();
+   hp_edges_init();
+   hp_stream_init();
+   hp_access_init_progress();
+   write_header();
+}
+
+static void hp_fini(Int exitcode)
+{
+   if (!out_ok) return;
+   if (hp_opt.stream_max) hp_stream_fini();
+   hp_alloc_fini();
+   hp_affinity_fini();
+   hp_edges_fini();
+   hp_out_printf("Z heap_accesses %llu\n", hp_clock);
+   hp_out_printf("Z objects %llu\n", hp_nobjects);
+   hp_out_printf("Z contexts %u\n", hp_ncontexts);
+   hp_out_printf("Z affinity_pairs %llu\n", hp_affinity_pairs);
+   hp_out_puts("END\n");
+   hp_out_close();
+}
+
+static void hp_pre_clo_init(void)
+{
+   VG_(details_name)("hlprof");
+   VG_(details_version)(HP_TOOL_VERSION);
+   VG_(details_description)("heaplayout heap-use profiler");
+   VG_(details_copyright_author)("heaplayout");
+   VG_(details_bug_reports_to)("heaplayout");
+   VG_(details_avg_translation_sizeB)(400);
+   VG_(basic_tool_funcs)(hp_post_clo_init, hp_instrument, hp_fini);
+   VG_(needs_command_line_options)(hp_process_cmd_line_option, hp_print_usage, hp_print_debug_usage);
+   hp_alloc_init();
+   VG_(track_start_client_code)(start_client_code);
+   VG_(track_pre_thread_ll_exit)(thread_exit);
+   VG_(atfork)(NULL, NULL, in_child);
+   VG_(needs_syscall_wrapper)(pre_syscall, post_syscall);
+}
+
+VG_DETERMINE_INTERFACE_VERSION(hp_pre_clo_init)

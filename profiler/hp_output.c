@@ -1,0 +1,129 @@
+/* Buffered, line-oriented profile writer. Records are whole lines; the buffer is flushed
+ * when full, when a context is first written (so a crash leaves header and contexts), and
+ * at exit. */
+#include "hp.h"
+
+#define OUT_BUF (1 << 16)
+static Int out_fd = -1;
+static HChar out_buf[OUT_BUF];
+static UInt out_used;
+static Bool out_disabled;
+
+Bool hp_out_open(const HChar* path)
+{
+   SysRes r = VG_(open)(path, VKI_O_CREAT | VKI_O_TRUNC | VKI_O_WRONLY, 0644);
+   if (sr_isError(r)) return False;
+   out_fd = sr_Res(r);
+   out_used = 0;
+   return True;
+}
+
+void hp_out_flush(void)
+{
+   UInt done = 0;
+   if (out_fd < 0 || out_disabled) { out_used = 0; return; }
+   while (done < out_used) {
+      Int n = VG_(write)(out_fd, out_buf + done, out_used - done);
+      if (n <= 0) break;
+      done += n;
+   }
+   out_used = 0;
+}
+
+static void out_bytes(const HChar* s, UInt n)
+{
+   while (n > 0) {
+      UInt room = OUT_BUF - out_used, k = n < room ? n : room;
+      VG_(memcpy)(out_buf + out_used, s, k);
+      out_used += k; s += k; n -= k;
+      if (out_used == OUT_BUF) hp_out_flush();
+   }
+}
+
+void hp_out_puts(const HChar* s) { out_bytes(s, VG_(strlen)(s)); }
+
+void hp_out_char(HChar c)
+{
+   if (UNLIKELY(out_used == OUT_BUF)) hp_out_flush();
+   out_buf[out_used++] = c;
+}
+
+void hp_out_u64(ULong v)
+{
+   HChar tmp[24];
+   UInt k = 0;
+   do { tmp[k++] = (HChar)('0' + v % 10); v /= 10; } while (v);
+   if (UNLIKELY(out_used + k > OUT_BUF)) hp_out_flush();
+   while (k) out_buf[out_used++] = tmp[--k];
+}
+
+void hp_out_i64(Long v)
+{
+   if (v < 0) { hp_out_char('-'); hp_out_u64((ULong)0 - (ULong)v); }
+   else hp_out_u64((ULong)v);
+}
+
+void hp_out_printf(const HChar* fmt, ...)
+{
+   HChar line[4096];
+   va_list vargs;
+   va_start(vargs, fmt);
+   UInt n = VG_(vsnprintf)(line, sizeof line, fmt, vargs);
+   va_end(vargs);
+   if (n >= sizeof line) n = sizeof line - 1;
+   out_bytes(line, n);
+}
+
+void hp_out_escaped(const HChar* s)
+{
+   static const HChar hex[] = "0123456789ABCDEF";
+   for (; *s; s++) {
+      UChar c = (UChar)*s;
+      if (c <= ' ' || c == '%' || c == 0x7f) {
+         HChar e[3] = { '%', hex[c >> 4], hex[c & 15] };
+         out_bytes(e, 3);
+      } else {
+         out_bytes((const HChar*)&c, 1);
+      }
+   }
+}
+
+void hp_out_close(void)
+{
+   hp_out_flush();
+   if (out_fd >= 0 && !out_disabled) VG_(close)(out_fd);
+   out_fd = -1;
+}
+
+void hp_out_disable(void) { out_disabled = True; out_used = 0; }
+
+/* ---- (k1,k2) -> count hash, open addressing, n == 0 marks an empty slot ---- */
+void hp_cm_init(HpCountMap* m, ULong cap)
+{
+   m->tab = VG_(calloc)("hp.cm", cap, sizeof(HpCount));
+   m->mask = cap - 1;
+   m->used = 0;
+}
+
+void hp_cm_add_slow(HpCountMap* m, ULong k1, ULong k2, ULong n)
+{
+   ULong i = hp_cm_hash(k1, k2) & m->mask;
+   for (;;) {
+      HpCount* c = &m->tab[i];
+      if (c->n == 0) break;
+      if (c->k1 == k1 && c->k2 == k2) { c->n += n; return; }
+      i = (i + 1) & m->mask;
+   }
+   if ((m->used + 1) * 4 > (m->mask + 1) * 3) {
+      HpCount* old = m->tab;
+      ULong oldcap = m->mask + 1;
+      hp_cm_init(m, oldcap * 2);
+      for (ULong j = 0; j < oldcap; j++)
+         if (old[j].n) hp_cm_add_slow(m, old[j].k1, old[j].k2, old[j].n);
+      VG_(free)(old);
+      hp_cm_add_slow(m, k1, k2, n);
+      return;
+   }
+   m->tab[i].k1 = k1; m->tab[i].k2 = k2; m->tab[i].n = n;
+   m->used++;
+}

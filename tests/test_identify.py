@@ -1,0 +1,114 @@
+"""Identification: adaptive partial call chains (the plan's rule table) and HALO selectors,
+on hand-built contexts. Frames are written as letters; chains are innermost first."""
+
+from __future__ import annotations
+
+from heaplayout import identify
+from heaplayout.identify import LabelledContext, Rule
+
+NAMES = "w a b c d e f g h i k m n p q r s x y z v main".split()
+F = {name: (0, 0x100 + 0x10 * i) for i, name in enumerate(NAMES)}
+
+
+def chain(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(F[n] for n in text.split())
+
+
+def ctx(cid: int, text: str, group: int, accesses: int = 100) -> LabelledContext:
+    return LabelledContext(cid, chain(text), accesses, group)
+
+
+# A wrapper w called from three places (DPA's safe_malloc), sites private to one group,
+# a chain that is a whole prefix of other chains, and identical chains in different groups.
+CONTEXTS = [
+    ctx(1, "w a main", 1),
+    ctx(2, "w b main", 2),
+    ctx(3, "w c x", 0),
+    ctx(4, "w c y", 1),
+    ctx(5, "d main", 1),
+    ctx(6, "e f", 0),
+    ctx(7, "g h", 2),
+    ctx(8, "g i", 2),
+    ctx(9, "k", 1),  # a stack that ends at k (e.g. cut at the recorded depth)
+    ctx(10, "k m", 0),
+    ctx(11, "k n", 1),
+    ctx(12, "p q", 2, accesses=50),  # same chain as 13: the group with more accesses wins
+    ctx(13, "p q", 0, accesses=10),
+    ctx(14, "r s", 1, accesses=5),  # same chain as 15, a tie: the lower label wins
+    ctx(15, "r s", 2, accesses=5),
+]
+
+
+def test_apcc_minimal_suffixes() -> None:
+    table = identify.apcc_rules(CONTEXTS)
+    # w is shared by groups 1, 2 and ungrouped: one more frame decides a and b; under c, x is
+    # ungrouped and y is group 1, so c needs a third frame (and x needs no rule at all).
+    # d, g (both callees in one group) decide alone; e is ungrouped: no rule.
+    # k is a whole chain of group 1: rule [k]; its child m is ungrouped, so it needs a rule
+    # back to group 0; n is group 1 like k: nothing more.
+    # p q: group 2 wins 50 to 10 accesses, the subtree is then all group 2: [p].
+    # r s: tie 5 to 5, group 1 (lower) wins: [r].
+    expected = {
+        Rule(1, chain("w a")), Rule(2, chain("w b")), Rule(1, chain("w c y")),
+        Rule(1, chain("d")), Rule(2, chain("g")),
+        Rule(1, chain("k")), Rule(0, chain("k m")),
+        Rule(2, chain("p")), Rule(1, chain("r")),
+    }
+    assert set(table.rules) == expected
+    assert len(table.rules) == 9
+    assert table.total_frames == 2 + 2 + 3 + 1 + 1 + 1 + 2 + 1 + 1
+    assert table.max_depth == 3
+    assert table.ungrouping_rules == 1
+    assert table.overruled == {13: (0, 2), 15: (2, 1)}
+
+
+def test_apcc_rules_classify_every_context_as_wanted() -> None:
+    table = identify.apcc_rules(CONTEXTS)
+    for c in CONTEXTS:
+        want = table.overruled.get(c.id, (c.group, c.group))[1]
+        assert identify.classify(table.rules, c.chain) == want, c
+    # chains never profiled: under a one-label prefix they follow it, under a mixed one they
+    # stay ungrouped
+    assert identify.classify(table.rules, chain("g z")) == 2
+    assert identify.classify(table.rules, chain("w z")) == 0
+    assert identify.classify(table.rules, chain("k z")) == 1
+    assert identify.classify(table.rules, chain("v")) == 0
+
+
+def test_apcc_one_frame_when_sites_are_private() -> None:
+    table = identify.apcc_rules([ctx(1, "a main", 1), ctx(2, "b main", 1), ctx(3, "c main", 0)])
+    assert set(table.rules) == {Rule(1, chain("a")), Rule(1, chain("b"))}
+    assert table.max_depth == 1 and not table.overruled
+
+
+def test_apcc_no_groups_no_rules() -> None:
+    assert identify.apcc_rules([ctx(1, "a", 0), ctx(2, "b", 0)]).rules == []
+
+
+# HALO selectors (Figure 10), worked by hand:
+#   m1 (a w x) g1 100, m2 (b w y) g1 50, u1 (a w z) ungrouped, u2 (b v y) ungrouped,
+#   o1 (c w x) g2 10.  Order: group 1 (150 accesses), then group 2.
+#   group 1 (conflicts: u1, u2, o1):
+#     m1: counts a:1 (u1) w:2 (u1,o1) x:1 (o1) -> tie a/x, innermost a; conflicts 1 (u1)
+#         on chains with a: a:1 w:1 x:0 -> x; conflicts 0          => a AND x
+#     m2: counts b:1 (u2) w:2 y:1 (u2) -> b; then on u2: b:1 w:0 y:1 -> w  => b AND w
+#   group 2 (ignore 1, 2; conflicts u1, u2): o1: c:0 -> c                  => c
+SEL = [ctx(1, "a w x", 1, 100), ctx(2, "b w y", 1, 50), ctx(3, "a w z", 0), ctx(4, "b v y", 0),
+       ctx(5, "c w x", 2, 10)]
+
+
+def test_halo_selectors_by_hand() -> None:
+    s = identify.halo_selectors(SEL)
+    assert [(sel.group, sel.terms) for sel in s.selectors] == [
+        (1, [chain("a x"), chain("b w")]),
+        (2, [chain("c")]),
+    ]
+    assert (s.conjunctions, s.terms, s.sites) == (3, 5, 5)
+    assert s.unresolved == []
+    assert [identify.selector_group(s, c.chain) for c in SEL] == [1, 1, 0, 0, 2]
+
+
+def test_halo_selectors_unresolvable_member() -> None:
+    s = identify.halo_selectors([ctx(1, "a", 1), ctx(2, "a", 0)])
+    assert s.unresolved == [1]
+    assert s.selectors[0].terms == [chain("a")]
