@@ -23,6 +23,7 @@ CASES = {
     "ccmalloc": {"HEAPLAYOUT_CC_BLOCK": "256"},
     "pool_api": {},
     "fork": CALLSITE_EVERY,
+    "adopt": CALLSITE_EVERY,
 }
 
 

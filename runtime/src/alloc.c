@@ -1,27 +1,63 @@
 /* Allocation and free inside pools. The fast path (hl_tpool_alloc) is in internal.h:
- *   1. pop the current chunk's free list for the size class, else
- *   2. bump the current chunk, writing the class into the size map.
- * Everything here is the slow path: finding a chunk with room, collecting frees made by
- * other threads, resetting or releasing empty chunks, alignment, realloc. */
+ *   1. pop the thread-pool's most recently freed slot of the size class, else
+ *   2. bump the current chunk, writing the class into its size map.
+ * Everything here is the slow path and the free path: free-list links, collecting frees
+ * made by other threads, releasing empty chunks, alignment, realloc. */
 #include <string.h>
 
 #include "internal.h"
 
-static void list_unlink(hl_tpool *tp, hl_chunk *c) {
+/* ---- the thread-pool's list of other chunks ---- */
+
+static void chunks_unlink(hl_tpool *tp, hl_chunk *c) {
   if (c->prev) c->prev->next = c->next;
   else tp->others = c->next;
   if (c->next) c->next->prev = c->prev;
   c->next = c->prev = NULL;
 }
 
-static void list_push_front(hl_tpool *tp, hl_chunk *c) {
+static void chunks_push(hl_tpool *tp, hl_chunk *c) {
   c->prev = NULL;
   c->next = tp->others;
   if (tp->others) tp->others->prev = c;
   tp->others = c;
 }
 
-/* Bring the pool's resident total up to date with this chunk's bump extent. */
+/* ---- free slots ---- */
+
+static inline void slot_push(hl_tpool *tp, uint8_t cls, void *p) {
+  hl_free_slot *s = p, *head = tp->free[cls];
+  s->next = head;
+  s->prev = NULL;
+  if (head) head->prev = s;
+  tp->free[cls] = s;
+}
+
+static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
+  if (s->prev) s->prev->next = s->next;
+  else tp->free[cls] = s->next;
+  if (s->next) s->next->prev = s->prev;
+}
+
+/* Walk the objects of a chunk whose every object is free (live == 0 and remote frees
+ * collected): each is on tp's lists; take it off and clear its size-map entry. */
+static void chunk_unlink_slots(hl_tpool *tp, hl_chunk *c) {
+  uint8_t *map = hl_chunk_sizemap(c);
+  size_t lo = (size_t)(c->data - (char *)c) >> HL_GRANULE_SHIFT, hi = (size_t)(c->bump - (char *)c) >> HL_GRANULE_SHIFT;
+  for (size_t g = lo; g < hi;) {
+    uint8_t cls = map[g];
+    if (cls == 0) {
+      g++;
+      continue;
+    }
+    hl_assert(cls < HL_NCLASSES);
+    slot_unlink(tp, cls, (hl_free_slot *)((char *)c + (g << HL_GRANULE_SHIFT)));
+    map[g] = 0;
+    g += hl_class_size[cls] >> HL_GRANULE_SHIFT;
+  }
+}
+
+/* Account for the chunk's bump extent in the pool's resident total (sampled for peak). */
 static void account_extent(hl_chunk *c) {
   size_t extent = (size_t)(c->bump - (char *)c);
   if (extent != c->accounted) {
@@ -30,37 +66,29 @@ static void account_extent(hl_chunk *c) {
   }
 }
 
-/* An empty chunk goes back to the chunk cache, unless it is the current one: that one
- * keeps serving (its free lists hold every slot), so a pool that frees and allocates one
- * object at a time never touches the chunk cache. */
+/* An empty chunk goes back to the chunk cache, unless it is the current one: its slots
+ * stay on the lists and keep serving, so a pool that frees and allocates one object at a
+ * time never touches the chunk cache. */
 static void chunk_emptied(hl_tpool *tp, hl_chunk *c) {
   if (c == tp->cur) return;
-  list_unlink(tp, c);
+  if (!tp->no_reuse) chunk_unlink_slots(tp, c);
+  chunks_unlink(tp, c);
   hl_chunk_release(c);
 }
 
-static void push_free(hl_tpool *tp, hl_chunk *c, void *p) {
+static inline void free_into(hl_tpool *tp, hl_chunk *c, void *p) {
   uint8_t cls = hl_class_at(c, p);
   hl_assert(cls > 0 && cls < HL_NCLASSES);
   hl_assert(c->live > 0);
   tp->frees++;
   tp->freed_slot_bytes += hl_class_size[cls];
-  if (!tp->no_reuse) {
-    *(void **)p = c->free[cls];
-    c->free[cls] = p;
-  }
+  if (!tp->no_reuse) slot_push(tp, cls, p);
   c->live--;
 }
 
 void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p) {
-  push_free(tp, c, p);
-  if (HL_UNLIKELY(c->live == 0)) {
-    chunk_emptied(tp, c);
-  } else if (!c->has_free && c != tp->cur) {
-    c->has_free = 1; /* move to the front so the slow path finds its slots */
-    list_unlink(tp, c);
-    list_push_front(tp, c);
-  }
+  free_into(tp, c, p);
+  if (HL_UNLIKELY(c->live == 0)) chunk_emptied(tp, c);
 }
 
 /* Take what other threads freed into c. Returns 1 when c became empty (not released). */
@@ -69,16 +97,15 @@ static int collect_remote(hl_tpool *tp, hl_chunk *c) {
   void *p = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
   while (p) {
     void *next = *(void **)p;
-    push_free(tp, c, p);
+    free_into(tp, c, p);
     p = next;
   }
-  c->has_free = 1;
   return c->live == 0;
 }
 
 /* Frees from other threads, for every chunk of the pool; empty non-current chunks go. */
 void hl_tpool_collect_all(hl_tpool *tp) {
-  if (tp->cur && collect_remote(tp, tp->cur)) chunk_emptied(tp, tp->cur);
+  if (tp->cur) collect_remote(tp, tp->cur);
   hl_chunk *c = tp->others;
   while (c) {
     hl_chunk *next = c->next;
@@ -87,71 +114,89 @@ void hl_tpool_collect_all(hl_tpool *tp) {
   }
 }
 
-static int chunk_can_serve(const hl_chunk *c, uint8_t cls) {
-  return c->free[cls] != NULL || (size_t)(c->end - c->bump) >= hl_class_size[cls];
-}
-
 /* Make c the current chunk; the old current one joins the others. */
 void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c) {
   atomic_store_explicit(&c->owner, tp, memory_order_release);
   hl_chunk *old = tp->cur;
   if (old) {
     account_extent(old);
-    list_push_front(tp, old);
+    if (old->live == 0 && old->bump == old->data) hl_chunk_release(old); /* never used */
+    else chunks_push(tp, old);
   }
   tp->cur = c;
-  c->has_free = 0;
 }
 
-/* A chunk of this pool that can serve class cls, or NULL. */
-static hl_chunk *find_chunk(hl_tpool *tp, uint8_t cls) {
-  hl_chunk *c = tp->others;
-  for (unsigned i = 0; c && i < HL_PARTIAL_SEARCH; i++, c = c->next) {
-    collect_remote(tp, c);
-    if (c->live == 0) {
-      list_unlink(tp, c);
-      hl_pool_resident_add(c->pool, -(long)c->accounted);
-      c->accounted = 0;
-      hl_chunk_reset(c);
-      return c;
+/* A chunk whose owner thread exited becomes ours: its free slots (marked in the size
+ * map when it was abandoned) join our lists, and so do frees made since. */
+static void adopt(hl_tpool *tp, hl_chunk *c) {
+  atomic_store_explicit(&c->owner, tp, memory_order_release);
+  uint8_t *map = hl_chunk_sizemap(c);
+  size_t lo = (size_t)(c->data - (char *)c) >> HL_GRANULE_SHIFT, hi = (size_t)(c->bump - (char *)c) >> HL_GRANULE_SHIFT;
+  for (size_t g = lo; g < hi;) {
+    uint8_t e = map[g];
+    if (e == 0) {
+      g++;
+      continue;
     }
-    if (chunk_can_serve(c, cls)) {
-      list_unlink(tp, c);
-      return c;
+    uint8_t cls = e & ~HL_SIZEMAP_FREE;
+    if (e & HL_SIZEMAP_FREE) {
+      map[g] = cls;
+      if (!tp->no_reuse) slot_push(tp, cls, (char *)c + (g << HL_GRANULE_SHIFT));
     }
+    g += hl_class_size[cls] >> HL_GRANULE_SHIFT;
   }
-  /* before taking a new chunk, look at everything other threads freed */
-  hl_tpool_collect_all(tp);
-  for (c = tp->others; c; c = c->next)
-    if (chunk_can_serve(c, cls)) {
-      list_unlink(tp, c);
-      return c;
-    }
-  c = hl_chunk_adopt(tp->pool);
-  if (c) {
-    atomic_store_explicit(&c->owner, tp, memory_order_release);
-    collect_remote(tp, c);
-    if (c->live == 0) {
-      hl_pool_resident_add(c->pool, -(long)c->accounted);
-      c->accounted = 0;
-      hl_chunk_reset(c);
-    }
-    if (chunk_can_serve(c, cls)) return c;
-    list_push_front(tp, c);
-  }
-  c = hl_chunk_acquire(tp->pool);
-  if (c) atomic_store_explicit(&c->owner, tp, memory_order_release);
-  return c;
+  chunks_push(tp, c);
+  if (collect_remote(tp, c)) chunk_emptied(tp, c);
 }
+
+/* The owner thread is exiting: empty chunks go, the others wait for adoption with their
+ * free slots marked in their size maps (the lists die with the thread). */
+void hl_tpool_retire(hl_tpool *tp) {
+  hl_tpool_collect_all(tp);
+  if (tp->cur) {
+    account_extent(tp->cur);
+    chunks_push(tp, tp->cur);
+    tp->cur = NULL;
+  }
+  for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
+    for (hl_free_slot *s = tp->free[cls]; s; s = s->next) {
+      hl_chunk *c = hl_chunk_of(s);
+      if (c->live > 0) hl_chunk_sizemap(c)[((uintptr_t)s - (uintptr_t)c) >> HL_GRANULE_SHIFT] |= HL_SIZEMAP_FREE;
+    }
+    tp->free[cls] = NULL;
+  }
+  hl_chunk *c = tp->others;
+  while (c) {
+    hl_chunk *next = c->next;
+    chunks_unlink(tp, c);
+    if (c->live == 0) hl_chunk_release(c); /* its map is cleared there */
+    else hl_chunk_abandon(c);
+    c = next;
+  }
+}
+
+static int has_room(const hl_chunk *c, size_t need) { return (size_t)(c->end - c->bump) >= need; }
 
 void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
-  hl_chunk *c = tp->cur;
-  if (c) {
-    if (collect_remote(tp, c)) chunk_emptied(tp, c);
-    if (chunk_can_serve(c, cls)) return hl_tpool_alloc(tp, size);
+  size_t need = hl_class_size[cls];
+  /* frees from other threads may have refilled the lists */
+  hl_tpool_collect_all(tp);
+  if (tp->free[cls] != NULL || (tp->cur && has_room(tp->cur, need))) return hl_tpool_alloc(tp, size);
+  /* fresh space: a chunk of ours with room (one left by an aligned request), a chunk
+   * abandoned by an exited thread, or a new one */
+  hl_chunk *c;
+  for (c = tp->others; c; c = c->next)
+    if (has_room(c, need)) {
+      chunks_unlink(tp, c);
+      break;
+    }
+  while (c == NULL && (c = hl_chunk_adopt(tp->pool)) != NULL) {
+    adopt(tp, c);
+    if (tp->free[cls] != NULL) return hl_tpool_alloc(tp, size);
+    if (c->in_use && c->owner == tp && has_room(c, need)) chunks_unlink(tp, c);
+    else c = NULL;
   }
-  c = find_chunk(tp, cls);
-  if (c == NULL) return NULL; /* range exhausted: the caller forwards */
+  if (c == NULL && (c = hl_chunk_acquire(tp->pool)) == NULL) return NULL; /* range exhausted: forward */
   hl_tpool_make_current(tp, c);
   return hl_tpool_alloc(tp, size);
 }
@@ -176,8 +221,7 @@ void *hl_tpool_alloc_aligned(hl_tpool *tp, size_t size, size_t align) {
         return (void *)at;
       }
     }
-    /* a chunk with enough fresh space for the worst-case gap */
-    hl_chunk *n = hl_chunk_acquire(tp->pool);
+    hl_chunk *n = hl_chunk_acquire(tp->pool); /* fresh space for the worst-case gap */
     if (n == NULL) return NULL;
     hl_tpool_make_current(tp, n);
   }
@@ -192,7 +236,7 @@ void hl_free_ours(void *p) {
     hl_free_local(owner, c, p);
     return;
   }
-  /* another thread's chunk (or an explicit pool's, or an abandoned one) */
+  /* another thread's chunk (or an explicit pool's, or an abandoned one): its remote list */
   void *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
   do {
     *(void **)p = head;
@@ -226,8 +270,7 @@ void *hl_realloc_ours(void *p, size_t size) {
     }
   }
   void *n = NULL;
-  if (local && size <= owner->max_size && size <= HL_MAX_CLASS_SIZE && owner->heap != HL_HEAP_EXPLICIT)
-    n = hl_tpool_alloc(owner, size);
+  if (local && size <= owner->max_size && size <= HL_MAX_CLASS_SIZE) n = hl_tpool_alloc(owner, size);
   if (n == NULL) n = hl_next_alloc.malloc(size);
   if (n == NULL) return NULL; /* the old object stays valid, as realloc promises */
   memcpy(n, p, old);
@@ -245,4 +288,5 @@ void hl_tpool_destroy(hl_tpool *tp) {
   tp->others = NULL;
   if (tp->cur) hl_chunk_release(tp->cur);
   tp->cur = NULL;
+  memset(tp->free, 0, sizeof tp->free);
 }

@@ -75,10 +75,12 @@ HL_EXPORT void *ccmalloc(size_t size, const void *near) {
   void *p = near ? near_place(tp, near, cls, size) : NULL;
   hl_chunk *c = tp->cur;
   if (p == NULL && c && c->cc_open != UINT32_MAX) p = block_place(tp, c, c->cc_open, cls, size);
-  if (p == NULL && c && c->free[cls]) {
-    p = c->free[cls];
-    c->free[cls] = *(void **)p;
-    c->live++;
+  if (p == NULL && tp->free[cls]) { /* a freed slot, wherever it is */
+    hl_free_slot *s = tp->free[cls];
+    tp->free[cls] = s->next;
+    if (s->next) s->next->prev = NULL;
+    p = s;
+    hl_chunk_of(p)->live++;
     tp->allocs++;
     tp->bytes_requested += size;
     tp->slot_bytes += hl_class_size[cls];

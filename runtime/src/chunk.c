@@ -63,7 +63,6 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   c->magic = HL_CHUNK_MAGIC;
   c->pool = pool;
   c->in_use = 1;
-  c->has_free = 0;
   atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
   c->next = c->prev = NULL;
   c->data = (char *)c + hl_rng.meta_bytes;
@@ -77,9 +76,7 @@ void hl_chunk_reset(hl_chunk *c) {
   if (c->pool == HL_POOL_CC) memset(hl_chunk_ccfill(c), 0, hl_rng.chunk_size / hl_rng.cc_block);
   c->bump = c->data;
   c->live = 0;
-  c->has_free = 0;
   c->cc_open = UINT32_MAX;
-  memset(c->free, 0, sizeof c->free);
 }
 
 hl_chunk *hl_chunk_acquire(uint16_t pool) {
@@ -103,6 +100,10 @@ hl_chunk *hl_chunk_acquire(uint16_t pool) {
 
 void hl_chunk_release(hl_chunk *c) {
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
+  /* the next life starts with a clean size map: free-slot scans read it */
+  uint8_t *map = hl_chunk_sizemap(c);
+  size_t lo = (size_t)(c->data - (char *)c) >> HL_GRANULE_SHIFT, hi = (size_t)(c->bump - (char *)c) >> HL_GRANULE_SHIFT;
+  memset(map + lo, 0, hi - lo);
   hl_pool_resident_add(c->pool, -(long)c->accounted);
   c->accounted = 0;
   c->in_use = 0;

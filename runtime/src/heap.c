@@ -51,32 +51,13 @@ void hl_heap_fork_done(void) { meta_lock_drop(); }
 
 hl_heap *hl_heap_list(void) { return __atomic_load_n(&heap_registry, __ATOMIC_ACQUIRE); }
 
-static void heap_retire(hl_tpool *tp) {
-  hl_tpool_collect_all(tp);
-  hl_chunk *c = tp->others;
-  while (c) {
-    hl_chunk *next = c->next;
-    if (c->live == 0) hl_chunk_release(c);
-    else hl_chunk_abandon(c);
-    c = next;
-  }
-  tp->others = NULL;
-  if (tp->cur) {
-    hl_pool_resident_add(tp->pool, (long)((size_t)(tp->cur->bump - (char *)tp->cur) - tp->cur->accounted));
-    tp->cur->accounted = (size_t)(tp->cur->bump - (char *)tp->cur);
-    if (tp->cur->live == 0) hl_chunk_release(tp->cur);
-    else hl_chunk_abandon(tp->cur);
-    tp->cur = NULL;
-  }
-}
-
 /* pthread key destructor: the thread is exiting. */
 static void heap_thread_exit(void *arg) {
   hl_heap *heap = arg;
   tl_heap = HL_HEAP_DEAD; /* allocations from later destructors are forwarded */
   hl_site_cache_clear();
   for (unsigned i = 0; i < HL_MAX_POOLS; i++)
-    if (heap->tpools[i]) heap_retire(heap->tpools[i]);
+    if (heap->tpools[i]) hl_tpool_retire(heap->tpools[i]);
 }
 
 void hl_heap_init(void) {

@@ -7,8 +7,11 @@
  *   any object pointer by masking. Objects are bump-allocated inside a chunk in 16-byte
  *   granules with no per-object header; a byte per granule in the chunk's size map
  *   records the size class of the object that starts there (free, realloc and
- *   malloc_usable_size read it). Freed slots go to the chunk's per-class free list and
- *   are reused first; a chunk whose live count drops to zero is reset or released.
+ *   malloc_usable_size read it). A freed slot goes to the front of its thread-pool's
+ *   doubly linked list for its class, whatever chunk it is in, and the most recently freed
+ *   slot is reused first (as glibc's and jemalloc's caches do: a list cell freed and
+ *   reallocated lands where it was). A chunk whose live count drops to zero has its slots
+ *   unlinked from the lists (found through the size map) and is released.
  *
  * Ownership
  *   A chunk belongs to one thread-pool (a pool id within one thread's heap) or to one
@@ -103,7 +106,7 @@ typedef struct hl_chunk {
   uint32_t magic;
   uint16_t pool;                      /* pool id, for stats */
   uint8_t in_use;
-  uint8_t has_free;                   /* owner: some free list is non-empty */
+  uint8_t unused;
   _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
   struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
   char *bump, *end;                   /* bump region of fresh space */
@@ -112,8 +115,14 @@ typedef struct hl_chunk {
   uint32_t cc_open;                   /* ccmalloc: index of the block filled last */
   size_t accounted;                   /* extent counted into the pool's resident total */
   _Atomic(void *) remote;             /* objects freed by other threads */
-  void *free[HL_NCLASSES];            /* per-class free lists; owner only */
 } hl_chunk;
+
+/* A free slot, linked into its thread-pool's list for its class. While a chunk waits for
+ * adoption, its free slots are marked instead (HL_SIZEMAP_FREE in the size map). */
+typedef struct hl_free_slot {
+  struct hl_free_slot *next, *prev;
+} hl_free_slot;
+#define HL_SIZEMAP_FREE 0x80u
 
 typedef struct hl_range {
   uintptr_t base;
@@ -139,7 +148,7 @@ static inline uint8_t *hl_chunk_ccfill(hl_chunk *c) {
   return hl_chunk_sizemap(c) + (hl_rng.chunk_size >> HL_GRANULE_SHIFT);
 }
 static inline uint8_t hl_class_at(hl_chunk *c, const void *p) {
-  return hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT];
+  return hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT] & ~HL_SIZEMAP_FREE;
 }
 
 int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block);
@@ -157,8 +166,9 @@ struct hl_heap;
 
 /* The state of one pool in one thread (or of one explicit pool.h pool). */
 typedef struct hl_tpool {
-  hl_chunk *cur;            /* allocation happens here */
-  hl_chunk *others;         /* non-current chunks, those with free slots first */
+  hl_free_slot *free[HL_NCLASSES]; /* most recently freed first, any chunk of the pool */
+  hl_chunk *cur;            /* fresh space is bumped here */
+  hl_chunk *others;         /* the pool's other chunks */
   struct hl_heap *heap;     /* HL_HEAP_EXPLICIT for an explicit pool */
   uint16_t pool;
   uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
@@ -192,24 +202,28 @@ void hl_free_ours(void *p);
 void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p);
 void hl_tpool_collect_all(hl_tpool *tp);
 void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c);
+void hl_tpool_retire(hl_tpool *tp);  /* owner thread exits */
 size_t hl_usable_size_ours(const void *p);
 void *hl_realloc_ours(void *p, size_t size);
 void hl_tpool_destroy(hl_tpool *tp);
 
-/* The allocation fast path: a free slot of the class, else fresh bump space. */
+/* The allocation fast path: the most recently freed slot of the class, else fresh bump
+ * space in the current chunk. */
 static inline void *hl_tpool_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class(size);
+  hl_free_slot *obj = tp->free[cls];
+  if (obj != NULL) {
+    hl_free_slot *next = obj->next;
+    tp->free[cls] = next;
+    if (next) next->prev = NULL;
+    hl_chunk_of(obj)->live++;
+    tp->allocs++;
+    tp->bytes_requested += size;
+    tp->slot_bytes += hl_class_size[cls];
+    return obj;
+  }
   hl_chunk *c = tp->cur;
   if (HL_LIKELY(c != NULL)) {
-    void *obj = c->free[cls];
-    if (obj != NULL) {
-      c->free[cls] = *(void **)obj;
-      c->live++;
-      tp->allocs++;
-      tp->bytes_requested += size;
-      tp->slot_bytes += hl_class_size[cls];
-      return obj;
-    }
     char *b = c->bump;
     if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls])) {
       c->bump = b + hl_class_size[cls];

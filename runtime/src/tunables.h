@@ -42,10 +42,6 @@
  * 64K entries cover far more call sites than a large program has. */
 #define HL_CONTEXT_TABLE_BITS 16u
 
-/* A freshly non-current chunk with free slots is searched again before a new chunk is
- * taken; searching is bounded so the slow path stays O(1). */
-#define HL_PARTIAL_SEARCH 8u
-
 /* dlsym may allocate before the allocator underneath is known: served from here. */
 #define HL_BOOTSTRAP_BYTES (64u << 10)
 

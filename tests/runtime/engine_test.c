@@ -334,6 +334,49 @@ static void test_fork(void) {
   }
 }
 
+static void *exiting_worker(void *arg) {
+  void **v = arg;
+  for (int i = 0; i < 20000; i++) {
+    v[i] = site_b(48);
+    fill(v[i], 48, (unsigned)i);
+  }
+  for (int i = 0; i < 20000; i += 2) free(v[i]); /* half freed before the thread exits */
+  return NULL;
+}
+
+/* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0: a thread's chunks outlive it and
+ * another thread of the same pool adopts them, reusing the slots the dead thread freed. */
+static void test_adopt(void) {
+  static void *v[20000];
+  pthread_t t;
+  pthread_create(&t, NULL, exiting_worker, v);
+  pthread_join(t, NULL);
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 1; i < 20000; i += 2) {
+    CHECK(intact(v[i], 48, (unsigned)i));
+    if ((uintptr_t)v[i] < lo) lo = (uintptr_t)v[i];
+    if ((uintptr_t)v[i] > hi) hi = (uintptr_t)v[i];
+  }
+  int reused = 0;
+  void *w[10000];
+  for (int i = 0; i < 10000; i++) {
+    w[i] = site_b(48); /* same site: the dead thread's pool */
+    reused += (uintptr_t)w[i] >= lo && (uintptr_t)w[i] <= hi;
+    fill(w[i], 48, 77);
+  }
+  /* every slot the dead thread freed came back (v[0] lies just below the live range) */
+  if (reused < 9999) fprintf(stderr, "reused %d\n", reused);
+  CHECK(reused >= 9999);
+  for (int i = 1; i < 20000; i += 2) {
+    CHECK(intact(v[i], 48, (unsigned)i));
+    free(v[i]);
+  }
+  for (int i = 0; i < 10000; i++) {
+    CHECK(intact(w[i], 48, 77));
+    free(w[i]);
+  }
+}
+
 static void test_policy_name(void) { printf("policy %s\n", heaplayout_policy()); }
 
 int main(int argc, char **argv) {
@@ -346,7 +389,7 @@ int main(int argc, char **argv) {
       {"realloc_in_place", test_realloc_in_place},   {"cross_thread_free", test_cross_thread_free},
       {"foreign_pointers", test_foreign_pointers},   {"ccmalloc", test_ccmalloc},
       {"pool_api", test_pool_api},                   {"fork", test_fork},
-      {"policy_name", test_policy_name},
+      {"adopt", test_adopt},                         {"policy_name", test_policy_name},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s CASE\n", argv[0]);
