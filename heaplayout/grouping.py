@@ -51,6 +51,13 @@ class GroupingParams:
     # Not given by HALO (args.gthresh). A group must carry 0.5% of all accesses in its
     # edges: a pool for less cannot pay for its chunk and identification cost.
     gthresh: float = 0.005
+    # Beyond HALO: 1 contracts the contexts one data structure is built from (linked by
+    # pointer fields, DPA 3.2; heaplayout/shape.py) into one node before grouping, so a
+    # structure is never split over pools; 0 groups contexts exactly as HALO does.
+    shape_merge: int = 1
+    # A pointer link merges two contexts when it joins at least this share of the objects
+    # of the smaller one: 1% ignores stray pointers without missing real links.
+    shape_min_share: float = 0.01
 
     def describe(self) -> str:
         return " ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
@@ -107,6 +114,21 @@ def graph_from_profile(profile: Profile, usable: set[int] | None = None) -> Affi
     }
     total = profile.heap_accesses or sum(c.accesses for c in profile.contexts.values())
     return AffinityGraph(accesses, edges, total)
+
+
+def contract(graph: AffinityGraph, rep: dict[int, int]) -> AffinityGraph:
+    """The graph with each node replaced by its representative rep[node] (nodes missing
+    from rep stand for themselves): accesses and edge weights add up, and edges between
+    members of one representative become its loop."""
+    accesses: dict[int, int] = {}
+    for n, a in graph.accesses.items():
+        r = rep.get(n, n)
+        accesses[r] = accesses.get(r, 0) + a
+    edges: dict[Edge, int] = {}
+    for (u, v), w in graph.edges.items():
+        e = edge_key(rep.get(u, u), rep.get(v, v))
+        edges[e] = edges.get(e, 0) + w
+    return AffinityGraph(accesses, edges, graph.total_accesses)
 
 
 def by_heat(graph: AffinityGraph, nodes: set[int] | list[int]) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import grouping, hds, identify
+from . import shape, grouping, hds, identify
 from .plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
 from .profile_format import Profile
 
@@ -84,8 +84,16 @@ def skip_names(profile: Profile) -> list[str]:
 
 def _halo_groups(profile: Profile, params: grouping.GroupingParams, usable: set[int]) -> list[PlannedGroup]:
     graph = grouping.graph_from_profile(profile, usable)
-    return [PlannedGroup(i, list(g.members), g.weight, g.score)
-            for i, g in enumerate(grouping.group_contexts(graph, params), start=1)]
+    if not params.shape_merge:
+        return [PlannedGroup(i, list(g.members), g.weight, g.score)
+                for i, g in enumerate(grouping.group_contexts(graph, params), start=1)]
+    rep = shape.structures(profile, usable, params.shape_min_share)
+    members: dict[int, list[int]] = {}
+    for c in sorted(rep):
+        members.setdefault(rep[c], []).append(c)
+    groups = grouping.group_contexts(grouping.contract(graph, rep), params)
+    return [PlannedGroup(i, [c for r in g.members for c in members.get(r, [r])], g.weight, g.score)
+            for i, g in enumerate(groups, start=1)]
 
 
 def _site_planned(profile: Profile, site_groups: list[hds.SiteGroup], usable: set[int]) -> list[PlannedGroup]:

@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "  POLICY+ALLOCATOR                   our runtime on another allocator, e.g. callsite+mimalloc\n"
         "  SPEC:OPT=V,OPT=V                   runtime options, e.g. callsite:min_objects=10,max_size=256\n"
         "  NAME=SPEC                          a label for a spec, e.g. small=callsite:max_size=64\n"
-        "  plan=FILE                          a plan file for the plan policy (not built yet)",
+        "  plan=FILE, plan+ALLOCATOR=FILE     a plan file (heaplayout plan) for the plan policy",
     )
     p.add_argument("--runs", type=int, default=5, metavar="N", help="timed rounds (default 5)")
     p.add_argument("--warmup", type=int, default=1, metavar="K", help="untimed warm-up rounds first (default 1)")

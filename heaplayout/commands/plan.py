@@ -24,6 +24,8 @@ GROUPING_HELP = {
     "merge_tol": "merge tolerance T of the merge benefit (HALO Figure 8)",
     "max_group_members": "most contexts in one group",
     "gthresh": "keep a group only if its edges weigh this share of accesses",
+    "shape_merge": "1: contract contexts linked into one data structure before grouping (beyond HALO); 0: off",
+    "shape_min_share": "a pointer link merges contexts when it joins this share of the smaller one's objects",
 }
 HDS_HELP = {
     "min_len": "shortest hot data stream (objects)",
