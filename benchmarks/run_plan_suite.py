@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The profile-guided path on the whole workload suite: profile, plan, measure.
+
+For each workload: `heaplayout profile` on its small input, `heaplayout plan` with the
+halo and hds strategies, then `heaplayout bench` on the reference input (interleaved
+rounds; wall time, paired ratios to glibc, output checks) and `heaplayout bench
+--cachegrind` on the small input (D1 and LL misses). Writes per-workload JSON into the
+output directory and prints one markdown table, with the commands, at the end.
+
+    python3 benchmarks/run_plan_suite.py [--out DIR] [--runs 3] [--only health,cxx_dom]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from heaplayout.workloads import load_suite  # noqa: E402
+
+HL = [sys.executable, "-m", "heaplayout.cli"]
+
+
+def configs(out: Path, name: str) -> list[str]:
+    halo, hds = out / f"{name}.halo.plan", out / f"{name}.hds.plan"
+    return ["glibc", "jemalloc", "mimalloc", "callsite", f"hds=plan={hds}", f"halo=plan={halo}",
+            f"halo_je=plan+jemalloc={halo}", f"halo_mi=plan+mimalloc={halo}"]
+
+
+def run(cmd: list[str], log) -> int:
+    log.write("$ " + shlex.join(cmd) + "\n")
+    log.flush()
+    return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def ratio(doc: dict, label: str, key: str) -> float | None:
+    for c in doc["configs"]:
+        if c["label"] == label:
+            if key == "wall":
+                return c["ratio"]["median"]
+            cg = c.get("cachegrind") or {}
+            return cg.get(f"{key}_misses_ratio")
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="build/plan-suite")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    suite = load_suite()
+    if args.only:
+        wanted = set(args.only.split(","))
+        suite = [w for w in suite if w.name in wanted]
+    log = open(out / "log.txt", "a")
+    rows = []
+    for w in suite:
+        t0 = time.time()
+        exe = str(w.binary("fp"))
+        prof = out / f"{w.name}.prof"
+        if not prof.exists():
+            run(HL + ["profile", "-o", str(prof), "--", exe, *w.args("small")], log)
+        for strategy in ("halo", "hds"):
+            run(HL + ["plan", "--strategy", strategy, "-o", str(out / f"{w.name}.{strategy}.plan"), str(prof)], log)
+        cfg = ",".join(configs(out, w.name))
+        timing, cache = out / f"{w.name}.time.json", out / f"{w.name}.cg.json"
+        rc1 = run(HL + ["bench", "--runs", str(args.runs), "--config", cfg, "--json", str(timing), "--",
+                        exe, *w.args("ref")], log)
+        rc2 = run(HL + ["bench", "--runs", "1", "--warmup", "0", "--cachegrind", "--config", cfg, "--json",
+                        str(cache), "--", exe, *w.args("small")], log)
+        t = json.loads(timing.read_text()) if timing.exists() else None
+        c = json.loads(cache.read_text()) if cache.exists() else None
+        rows.append((w.name, t, c, rc1 == 0 and rc2 == 0))
+        print(f"[plan-suite] {w.name}: {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
+
+    labels = ["jemalloc", "mimalloc", "callsite", "hds", "halo", "halo_je", "halo_mi"]
+    print(f"command: python3 benchmarks/run_plan_suite.py --out {args.out} --runs {args.runs}"
+          + (f" --only {args.only}" if args.only else ""))
+    print()
+    print("Wall time on the reference input: median paired ratio to glibc (lower is faster).")
+    print("D1: cachegrind D1 misses on the small input, ratio to glibc.")
+    print()
+    print("| workload | " + " | ".join(labels) + " | D1 " + " | D1 ".join(labels) + " | output |")
+    print("|---|" + "---|" * (2 * len(labels) + 1))
+    for name, t, c, ok in rows:
+        def cell(doc, label, key):
+            v = ratio(doc, label, key) if doc else None
+            return f"{v:.3f}" if v is not None else "—"
+        print(f"| {name} | " + " | ".join(cell(t, lab, "wall") for lab in labels) + " | "
+              + " | ".join(cell(c, lab, "D1") for lab in labels) + f" | {'same' if ok else 'MISMATCH'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
