@@ -91,6 +91,8 @@ void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p) {
   if (HL_UNLIKELY(c->live == 0)) chunk_emptied(tp, c);
 }
 
+void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c) { chunk_emptied(tp, c); }
+
 /* Take what other threads freed into c. Returns 1 when c became empty (not released). */
 static int collect_remote(hl_tpool *tp, hl_chunk *c) {
   if (atomic_load_explicit(&c->remote, memory_order_relaxed) == NULL) return 0;
@@ -228,21 +230,15 @@ void *hl_tpool_alloc_aligned(hl_tpool *tp, size_t size, size_t align) {
   return NULL;
 }
 
-void hl_free_ours(void *p) {
-  hl_chunk *c = hl_chunk_of(p);
-  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
-  hl_tpool *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
-  if (HL_LIKELY(owner != NULL && owner->heap == hl_tl_heap)) {
-    hl_free_local(owner, c, p);
-    return;
-  }
-  /* another thread's chunk (or an explicit pool's, or an abandoned one): its remote list */
+void hl_free_remote(hl_chunk *c, void *p) {
   void *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
   do {
     *(void **)p = head;
   } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, p, memory_order_release,
                                                   memory_order_relaxed));
 }
+
+void hl_free_ours(void *p) { hl_free_ours_inline(p); }
 
 size_t hl_usable_size_ours(const void *p) {
   hl_chunk *c = hl_chunk_of(p);

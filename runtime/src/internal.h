@@ -255,6 +255,33 @@ unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want);
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
 void hl_unwind_refresh_modules(void);
 
+/* The free path for our objects: the owner thread pushes the slot on its list for the
+ * class (the most recently freed is reused first); other threads use the chunk's remote
+ * list. Statistics count frees here; an emptied chunk goes out of line. */
+void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c);
+void hl_free_remote(hl_chunk *c, void *p);
+static inline void hl_free_ours_inline(void *p) {
+  hl_chunk *c = hl_chunk_of(p);
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
+  hl_tpool *tp = atomic_load_explicit(&c->owner, memory_order_acquire);
+  if (HL_UNLIKELY(tp == NULL || tp->heap != hl_tl_heap)) {
+    hl_free_remote(c, p);
+    return;
+  }
+  uint8_t cls = hl_class_at(c, p);
+  hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
+  tp->frees++;
+  tp->freed_slot_bytes += hl_class_size[cls];
+  if (HL_LIKELY(!tp->no_reuse)) {
+    hl_free_slot *s = p, *head = tp->free[cls];
+    s->next = head;
+    s->prev = NULL;
+    if (head) head->prev = s;
+    tp->free[cls] = s;
+  }
+  if (HL_UNLIKELY(--c->live == 0)) hl_chunk_emptied(tp, c);
+}
+
 /* ---- placement policies (policy.c) ---- */
 /* Pool id for an allocation of `size` bytes made from return address `ra`; 0: forward. */
 uint16_t hl_callsite_pool(uintptr_t ra, size_t size);

@@ -73,7 +73,7 @@ static inline void *policy_alloc(int policy, size_t size, void *const *fp) {
 }
 
 /* malloc on behalf of the caller of the entry point whose frame pointer is fp. */
-void *hl_malloc_from(size_t size, void *const *fp) {
+static inline void *malloc_from(size_t size, void *const *fp) {
   int policy = hl_policy();
   if (policy >= HL_POLICY_CALLSITE) {
     void *p = policy_alloc(policy, size, fp);
@@ -85,9 +85,11 @@ void *hl_malloc_from(size_t size, void *const *fp) {
   return hl_next_alloc.malloc(size);
 }
 
+void *hl_malloc_from(size_t size, void *const *fp) { return malloc_from(size, fp); }
+
 static inline void free_inline(void *p) {
   if (hl_is_ours(p)) {
-    hl_free_ours(p);
+    hl_free_ours_inline(p);
     return;
   }
   if (HL_UNLIKELY(hl_is_bootstrap(p))) return;
@@ -99,7 +101,7 @@ void hl_free(void *p) { free_inline(p); }
 HL_EXPORT void *malloc(size_t size) {
   if (HL_LIKELY(atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed)))
     return hl_next_alloc.malloc(size);
-  return hl_malloc_from(size, HL_FRAME);
+  return malloc_from(size, HL_FRAME);
 }
 
 HL_EXPORT void free(void *p) { free_inline(p); }
