@@ -98,11 +98,25 @@ static inline void free_inline(void *p) {
 
 void hl_free(void *p) { free_inline(p); }
 
-HL_EXPORT void *malloc(size_t size) {
-  if (HL_LIKELY(atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed)))
-    return hl_next_alloc.malloc(size);
-  return malloc_from(size, HL_FRAME);
-}
+/* malloc itself is three instructions of assembly: with nothing to place (policy off) it
+ * jumps straight to the allocator underneath, without even setting up a frame; otherwise
+ * it jumps (not calls) to malloc_placing, whose return address is then the program's call
+ * site and whose frame pointer starts the stack walk. The layout it relies on is checked
+ * below: the passthrough flag and the next allocator's malloc come first in their structs. */
+_Static_assert(offsetof(hl_state_t, passthrough) == 0, "malloc's stub reads hl_state+0");
+_Static_assert(offsetof(hl_next, malloc) == 0, "malloc's stub jumps through hl_next_alloc+0");
+
+__attribute__((used, noinline)) void *hl_malloc_placing(size_t size) { return malloc_from(size, HL_FRAME); }
+
+__asm__(".text\n"
+        ".globl malloc\n"
+        ".type malloc, @function\n"
+        ".p2align 4\n"
+        "malloc:\n"
+        "  cmpl $0, hl_state(%rip)\n"
+        "  je hl_malloc_placing\n"
+        "  jmp *hl_next_alloc(%rip)\n"
+        ".size malloc, .-malloc\n");
 
 HL_EXPORT void free(void *p) { free_inline(p); }
 
