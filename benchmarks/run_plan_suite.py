@@ -32,7 +32,7 @@ HL = [sys.executable, "-m", "heaplayout.cli"]
 def configs(out: Path, name: str) -> list[str]:
     halo, hds = out / f"{name}.halo.plan", out / f"{name}.hds.plan"
     return ["glibc", "jemalloc", "mimalloc", "callsite", f"hds=plan={hds}", f"halo=plan={halo}",
-            f"halo_je=plan+jemalloc={halo}", f"halo_mi=plan+mimalloc={halo}"]
+            f"halo_je=plan+jemalloc={halo}"]
 
 
 def run(cmd: list[str], log) -> int:
@@ -75,16 +75,20 @@ def main() -> int:
             run(HL + ["plan", "--strategy", strategy, "-o", str(out / f"{w.name}.{strategy}.plan"), str(prof)], log)
         cfg = ",".join(configs(out, w.name))
         timing, cache = out / f"{w.name}.time.json", out / f"{w.name}.cg.json"
-        rc1 = run(HL + ["bench", "--runs", str(args.runs), "--config", cfg, "--json", str(timing), "--",
-                        exe, *w.args("ref")], log)
-        rc2 = run(HL + ["bench", "--runs", "1", "--warmup", "0", "--cachegrind", "--config", cfg, "--json",
-                        str(cache), "--", exe, *w.args("small")], log)
+        rc1 = rc2 = 0
+        if not timing.exists():  # a re-run continues where an interrupted one stopped
+            rc1 = run(HL + ["bench", "--runs", str(args.runs), "--config", cfg, "--json", str(timing), "--",
+                            exe, *w.args("ref")], log)
+        if not cache.exists():
+            rc2 = run(HL + ["bench", "--runs", "1", "--warmup", "0", "--cachegrind", "--config", cfg, "--json",
+                            str(cache), "--", exe, *w.args("small")], log)
         t = json.loads(timing.read_text()) if timing.exists() else None
         c = json.loads(cache.read_text()) if cache.exists() else None
-        rows.append((w.name, t, c, rc1 == 0 and rc2 == 0))
+        ok = all(d is not None and d.get("ok") for d in (t, c))
+        rows.append((w.name, t, c, ok and rc1 == 0 and rc2 == 0))
         print(f"[plan-suite] {w.name}: {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
 
-    labels = ["jemalloc", "mimalloc", "callsite", "hds", "halo", "halo_je", "halo_mi"]
+    labels = ["jemalloc", "mimalloc", "callsite", "hds", "halo", "halo_je"]
     print(f"command: python3 benchmarks/run_plan_suite.py --out {args.out} --runs {args.runs}"
           + (f" --only {args.only}" if args.only else ""))
     print()
