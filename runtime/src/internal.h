@@ -252,6 +252,7 @@ static inline hl_frame hl_caller_frame(void *const *fp) {
   return f;
 }
 unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want);
+uintptr_t hl_unwind_caller(const hl_frame *f, int *skip);
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
 void hl_unwind_refresh_modules(void);
 

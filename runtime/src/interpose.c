@@ -19,7 +19,7 @@ static void count_forwarded(size_t size) {
 
 /* Per-thread cache of pooled call sites: a hit skips the context table and the heap
  * lookup. Direct-mapped by return address; only pooled sites are entered. */
-#define SITE_CACHE_SLOTS 16u
+#define SITE_CACHE_SLOTS 256u
 typedef struct site_cache_entry {
   uintptr_t ra;
   hl_tpool *tp;
@@ -64,7 +64,7 @@ static HL_NOINLINE hl_tpool *plan_tpool_slow(void *const *fp, site_cache_entry *
 static inline void *policy_alloc(int policy, size_t size, void *const *fp) {
   if (size > hl_state.opt.max_size) return NULL;
   uintptr_t ra = (uintptr_t)fp[1];
-  site_cache_entry *e = &tl_sites[(ra >> 2) & (SITE_CACHE_SLOTS - 1)];
+  site_cache_entry *e = &tl_sites[((ra >> 2) ^ (ra >> 11)) & (SITE_CACHE_SLOTS - 1)];
   hl_tpool *tp;
   if (HL_LIKELY(e->ra == ra)) tp = e->tp;
   else if (policy == HL_POLICY_CALLSITE) tp = site_tpool_slow(ra, size, e);

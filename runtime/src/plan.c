@@ -437,12 +437,40 @@ static inline const site_entry *site_of(uintptr_t pc) {
 
 static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
 
+/* Sites whose rules need exactly two frames (an allocation wrapper, a container's
+ * allocator) are the common deep case; their decisions are cached per thread by the pair
+ * (return address, caller's return address), so a repeat costs one unwind step. */
+#define PAIR_SLOTS 64u
+typedef struct pair_entry {
+  uintptr_t ra, caller;
+  uint16_t pool;
+} pair_entry;
+static __thread pair_entry tl_pairs[PAIR_SLOTS] __attribute__((tls_model("initial-exec")));
+
+static inline pair_entry *pair_slot(uintptr_t ra, uintptr_t caller) {
+  return &tl_pairs[((ra ^ (caller * 0x9E3779B97F4A7C15ull)) >> 58) & (PAIR_SLOTS - 1)];
+}
+
 /* The pool of the group this allocation belongs to, or 0. *by_return_address says
  * whether the return address alone decided (then the caller may cache the answer). */
 uint16_t hl_plan_pool(hl_frame f, int *by_return_address) {
   *by_return_address = 1;
   const site_entry *e = site_of(f.pc);
   if (HL_LIKELY(e != NULL && e->depth == 1)) return plan.group_pool[e->group];
+  uintptr_t caller = 0;
+  if (e != NULL && e->depth == 2) {
+    int skip = 1;
+    caller = hl_unwind_caller(&f, &skip);
+    if (caller == 0 || skip || caller == f.pc) {
+      caller = 0; /* skipped or repeated frames: the full walk decides */
+    } else {
+      pair_entry *p = pair_slot(f.pc, caller);
+      if (p->ra == f.pc && p->caller == caller) {
+        *by_return_address = 0;
+        return p->pool;
+      }
+    }
+  }
   uintptr_t chain[MAX_RULE_FRAMES];
   if (e == NULL) {
     if (!in_skip(f.pc)) return 0; /* not a rule's first frame: not grouped */
@@ -452,14 +480,24 @@ uint16_t hl_plan_pool(hl_frame f, int *by_return_address) {
   }
   *by_return_address = 0;
   unsigned n = hl_unwind_collect(&f, chain, e->depth);
+  uint16_t pool = 0;
   for (uint32_t i = e->first; i < e->first + e->count; i++) { /* longest first */
     const plan_rule *r = &plan.rules[i];
     if (r->nframes > n) continue;
     unsigned k = 1;
     while (k < r->nframes && r->frames[k] == chain[k]) k++;
-    if (k == r->nframes) return plan.group_pool[r->group];
+    if (k == r->nframes) {
+      pool = plan.group_pool[r->group];
+      break;
+    }
   }
-  return 0;
+  if (caller != 0 && n >= 2 && chain[1] == caller) { /* remember the decision for this pair */
+    pair_entry *p = pair_slot(chain[0], caller);
+    p->ra = chain[0];
+    p->caller = caller;
+    p->pool = pool;
+  }
+  return pool;
 }
 
 uint32_t hl_plan_groups(void) { return plan.ngroups; }

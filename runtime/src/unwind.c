@@ -361,6 +361,19 @@ static inline const cached_rule *rule_of(uintptr_t pc) {
   return rule_probe(pc, i);
 }
 
+/* The return address one frame out from f, and whether it lies in a skipped module;
+ * 0 when the walk cannot continue. One cached rule lookup and two loads. */
+uintptr_t hl_unwind_caller(const hl_frame *f, int *skip) {
+  const cached_rule *r = rule_of(f->pc);
+  if (r->cfa_reg < 0) return 0;
+  uintptr_t cfa = (r->cfa_reg == REG_RSP ? f->sp : f->bp) + (uintptr_t)(intptr_t)r->cfa_off;
+  if (cfa - f->sp - 1 >= (1u << 20) || (cfa & 7)) return 0;
+  uintptr_t pc = *(const uintptr_t *)(cfa - 8);
+  if (pc < 4096) return 0;
+  *skip = rule_of(pc)->skip;
+  return pc;
+}
+
 /* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
  * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
  * profiler does). When `want` frames were found, *f is the frame of the last of them. */
