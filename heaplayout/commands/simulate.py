@@ -1,0 +1,122 @@
+"""`heaplayout simulate`: cache, TLB and prefetch simulation of a program's heap layout.
+
+    heaplayout simulate [--policy none|off|callsite|plan] [--plan FILE] [--allocator NAME]
+                        [cache/TLB/prefetch options] [--json FILE] -- PROG [ARGS...]
+    heaplayout simulate --study [--lines 32,64,128,256] [--prefetchers ...] -- PROG [ARGS...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .. import allocators, paths
+from ..simulate import (CACHEGRIND_GEOMETRY, PREFETCHERS, SimOptions, SimulateError, format_result,
+                        run_simulation, run_with_oracles)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "simulate",
+        help="simulate caches, TLB and prefetchers on a program's heap layout (hlsim Valgrind tool)",
+        description="Run PROG under the hlsim Valgrind tool, which feeds every data load and store to a "
+        "model of L1D/L2/LLC, a two-level data TLB and a prefetcher, and print misses, prefetch usefulness "
+        "and a time estimate per level. malloc is not replaced: the layout is the one the chosen allocator "
+        "(and our runtime, with --policy) produces. See docs/simulator.md.",
+    )
+    p.add_argument("--policy", choices=("none", "off", "callsite", "plan"), default=None,
+                   help="none: the allocator alone (default; plan when --plan is given); off/callsite/plan: "
+                   "our runtime over the allocator")
+    p.add_argument("--plan", metavar="FILE", help="plan file for policy plan")
+    p.add_argument("--allocator", choices=list(allocators.ALLOCATORS), default="glibc",
+                   help="the allocator (underneath ours with --policy) (default glibc)")
+    p.add_argument("--chunk-size", metavar="BYTES", help="runtime pool chunk size (default 1M)")
+    p.add_argument("--range", metavar="BYTES", help="runtime pool range (default 16G)")
+    p.add_argument("--cc-block", metavar="BYTES",
+                   help="runtime ccmalloc cc-block size, also the cc prefetchers' block (default 256)")
+    p.add_argument("--min-objects", metavar="N", help="runtime: pool a context after N objects")
+    p.add_argument("--max-size", metavar="BYTES", help="runtime: pool objects up to this size")
+    g = p.add_argument_group("model (defaults: docs/simulator.md)")
+    g.add_argument("--L1", metavar="S,W,L", help="L1D size,ways,line (default 48K,12,64)")
+    g.add_argument("--L2", metavar="S,W,L", help="L2 size,ways,line (default 2M,16,64)")
+    g.add_argument("--LL", metavar="S,W,L", help="last level size,ways,line (default 4M,16,64)")
+    g.add_argument("--levels", choices=("2", "3"), help="2 = L1 + LL only (cachegrind's hierarchy); default 3")
+    g.add_argument("--line", metavar="BYTES", help="line size of every level")
+    g.add_argument("--lat", metavar="L1,L2,LL,MEM", help="hit latencies in cycles (default 5,15,50,250)")
+    g.add_argument("--dtlb", metavar="E,W,P", help="DTLB entries,ways,miss penalty (default 64,4,7)")
+    g.add_argument("--stlb", metavar="E,W,P", help="STLB entries,ways,miss penalty (default 1536,12,30)")
+    g.add_argument("--tlb-levels", choices=("0", "1", "2"), help="TLB levels modelled (default 2)")
+    g.add_argument("--page-size", metavar="BYTES", help="page size (default 4096; 2097152 for huge pages)")
+    g.add_argument("--prefetch", choices=PREFETCHERS, help="prefetcher (default none)")
+    g.add_argument("--pf-level", choices=("1", "2", "3"), help="cache level prefetches fill (default 1)")
+    g.add_argument("--pf-degree", metavar="N", help="lines per prefetch trigger (default 1)")
+    g.add_argument("--stride-entries", metavar="N", help="stride prefetcher table entries (default 256)")
+    g.add_argument("--stride-conf", metavar="N", help="stride confirmations before issuing (default 2)")
+    g.add_argument("--pool-range", metavar="LO-HI", help="heaplayout pool range in hex (default: detected)")
+    g.add_argument("--cachegrind-geometry", action="store_true",
+                   help="D1 32K/8/64 + LL 4M/16/64, two levels, no TLB, no prefetcher (validation against cachegrind)")
+    p.add_argument("--oracle", choices=("first-touch", "hot-first"),
+                   help="also simulate the oracle layout: every heap object packed densely in first-touch order; "
+                   "hot-first adds a second run that packs the hottest call sites' objects first")
+    p.add_argument("--contexts", action="store_true",
+                   help="track heap objects and call sites (malloc family wrapped, not replaced): misses per "
+                   "allocation call site; implied by --oracle. The wrappers shift the stack of allocation calls, "
+                   "which moves the counts of layout-sensitive programs a little")
+    p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
+    p.add_argument("--study", action="store_true",
+                   help="line sizes x prefetchers x layouts table (see --lines, --prefetchers, --layouts)")
+    p.add_argument("--lines", default="32,64,128,256", help="study: line sizes")
+    p.add_argument("--prefetchers", default="none,nextline,stride,cc-all", help="study: prefetchers")
+    p.add_argument("--layouts", default="glibc,callsite", help="study: layouts (allocator names, or POLICY[+ALLOC])")
+    p.add_argument("--valgrind", default="valgrind", help="valgrind executable")
+    p.set_defaults(func=simulate_command)
+
+
+MODEL_KEYS = ("L1", "L2", "LL", "levels", "line", "lat", "dtlb", "stlb", "tlb_levels", "page_size", "prefetch",
+              "pf_level", "pf_degree", "stride_entries", "stride_conf", "pool_range")
+
+
+def options_from_args(args: argparse.Namespace) -> SimOptions:
+    runtime_options = {k: getattr(args, k) for k in ("chunk_size", "range", "cc_block", "min_objects", "max_size")
+                       if getattr(args, k, None) is not None}
+    model = dict(CACHEGRIND_GEOMETRY) if args.cachegrind_geometry else {}
+    model.update({k: getattr(args, k) for k in MODEL_KEYS if getattr(args, k, None) is not None})
+    policy = args.policy or ("plan" if args.plan else "none")
+    return SimOptions(policy=policy, allocator=args.allocator, plan=args.plan,
+                      runtime_options=runtime_options, model=model,
+                      contexts=args.contexts or bool(args.oracle))
+
+
+def simulate_command(args: argparse.Namespace) -> int:
+    if not args.program:
+        print("heaplayout simulate: no program given; usage: heaplayout simulate [options] -- PROG [ARGS...]",
+              file=sys.stderr)
+        return 2
+    try:
+        opts = options_from_args(args)
+        opts.client_env()  # validate the layout settings before the long run
+        if args.study:
+            from ..study import run_study, format_study
+            rows = run_study(args.program, opts, lines=[int(x) for x in args.lines.split(",")],
+                             prefetchers=args.prefetchers.split(","), layouts=args.layouts.split(","),
+                             valgrind=args.valgrind)
+            print(format_study(rows))
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(rows, f, indent=1)
+            return 0
+        sys.stdout.flush()
+        if args.oracle:
+            result = run_with_oracles(args.program, opts, hot_first=args.oracle == "hot-first",
+                                      json_out=args.json, valgrind=args.valgrind)
+        else:
+            result = run_simulation(args.program, opts, json_out=args.json, valgrind=args.valgrind)
+    except (ValueError, paths.MissingArtifact, SimulateError, allocators.UnknownAllocator) as err:
+        print(f"heaplayout simulate: {err}", file=sys.stderr)
+        return 2
+    print(format_result(result))
+    rc = result.get("valgrind_exit", 0)
+    return rc if isinstance(rc, int) and rc >= 0 else 1
+
+

@@ -1,0 +1,298 @@
+"""`heaplayout simulate`: run a program under the hlsim Valgrind tool (simulator/) and report
+cache, TLB and prefetch behaviour of the layout its allocator produces.
+
+The tool does not replace malloc; the allocator under test (glibc, jemalloc, mimalloc,
+tcmalloc, or our runtime) is preloaded through valgrind's own environment, which valgrind
+passes to the client (as `heaplayout bench --cachegrind` does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from . import paths
+from .runtime_env import RuntimeConfig, allocator_env, runtime_env
+
+TOOL = "hlsim"
+WRAP_LIB = "vgpreload_hlsimwrap-amd64-linux.so"
+
+# The runtime's pool-range defaults (runtime/src/tunables.h): the tool recognises the range
+# as the client's MAP_NORESERVE mmap of range + one chunk bytes.
+RUNTIME_DEFAULT_RANGE = 16 << 30
+RUNTIME_DEFAULT_CHUNK = 1 << 20
+
+# cachegrind's geometry used for validation: two levels, no TLB, no prefetcher.
+CACHEGRIND_GEOMETRY = {"levels": "2", "L1": "32768,8,64", "LL": "4194304,16,64", "tlb_levels": "0",
+                       "prefetch": "none"}
+CACHEGRIND_ARGS = ["--cache-sim=yes", "--D1=32768,8,64", "--LL=4194304,16,64"]
+
+# tool option name for each model setting (the keys of SimOptions.model)
+MODEL_OPTIONS = {
+    "L1": "--L1", "L2": "--L2", "LL": "--LL", "levels": "--levels", "line": "--line", "lat": "--lat",
+    "dtlb": "--dtlb", "stlb": "--stlb", "tlb_levels": "--tlb-levels", "page_size": "--page-size",
+    "prefetch": "--prefetch", "pf_level": "--pf-level", "pf_degree": "--pf-degree",
+    "stride_entries": "--stride-entries", "stride_conf": "--stride-conf", "cc_block": "--cc-block",
+    "pool_range": "--pool-range",
+}
+PREFETCHERS = ("none", "nextline", "tagged", "stride", "cc-one", "cc-all")
+
+
+class SimulateError(RuntimeError):
+    pass
+
+
+def simulator_lib_dir() -> Path:
+    """The VALGRIND_LIB directory the build prepares (build/simulator/lib)."""
+    d = paths.build_dir() / "simulator" / "lib"
+    if not (d / f"{TOOL}-amd64-linux").exists():
+        raise paths.MissingArtifact(
+            f"the simulator tool {TOOL}-amd64-linux not found in {d}; build it with: scripts/build.sh "
+            "(needs the valgrind package; or set HEAPLAYOUT_BUILD_DIR to your CMake build directory)")
+    return d
+
+
+def parse_size(text: str) -> int:
+    t = str(text).strip().upper()
+    mult = 1
+    if t and t[-1] in "KMG":
+        mult = 1 << {"K": 10, "M": 20, "G": 30}[t[-1]]
+        t = t[:-1]
+    return int(t, 0) * mult
+
+
+@dataclass
+class SimOptions:
+    """One simulated configuration: the layout (allocator + runtime policy) and the model."""
+
+    policy: str = "none"  # none = the allocator alone; off|callsite|plan = our runtime over it
+    allocator: str = "glibc"
+    plan: str | None = None
+    runtime_options: dict[str, str] = field(default_factory=dict)
+    model: dict[str, str] = field(default_factory=dict)
+    oracle: bool = False
+    oracle_hot: list[str] | None = None  # hex return addresses, hottest first (hot-first oracle)
+    # track objects and call sites (preloads the malloc-family wrappers; implied by the oracle).
+    # Off by default: the wrappers shift the stack of every allocation call, which moves the
+    # counts of layout-sensitive programs (health: DTLB misses by 30%).
+    contexts: bool = False
+    top_contexts: int = 50
+
+    def tracks_objects(self) -> bool:
+        return bool(self.contexts or self.oracle or self.oracle_hot)
+
+    def client_env(self) -> dict[str, str]:
+        if self.policy == "none":
+            return allocator_env(self.allocator)
+        return runtime_env(RuntimeConfig(policy=self.policy, allocator=self.allocator, plan=self.plan,
+                                         options=dict(self.runtime_options)))
+
+    def tool_args(self) -> list[str]:
+        args = []
+        for key, value in self.model.items():
+            if value is None:
+                continue
+            if key not in MODEL_OPTIONS:
+                raise ValueError(f"unknown simulator option {key!r}")
+            args.append(f"{MODEL_OPTIONS[key]}={value}")
+        # how the tool recognises the runtime's pool range
+        chunk = parse_size(self.runtime_options.get("chunk_size", RUNTIME_DEFAULT_CHUNK))
+        rng = parse_size(self.runtime_options.get("range", RUNTIME_DEFAULT_RANGE))
+        rng = (rng + chunk - 1) // chunk * chunk
+        args += [f"--pool-chunk={chunk}", f"--pool-span={rng + chunk}"]
+        if "cc_block" not in self.model and "cc_block" in self.runtime_options:
+            args.append(f"--cc-block={parse_size(self.runtime_options['cc_block'])}")
+        if not self.tracks_objects():
+            args.append("--contexts=no")
+        args.append(f"--top-contexts={self.top_contexts}")
+        if self.oracle or self.oracle_hot:
+            args.append("--oracle=yes")
+        if self.oracle_hot:
+            args.append("--oracle-hot=" + ",".join(self.oracle_hot))
+        return args
+
+    def label(self) -> str:
+        layout = self.allocator if self.policy == "none" else f"{self.policy}+{self.allocator}"
+        return layout
+
+
+def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.PathLike | None = None,
+                   valgrind: str = "valgrind", stdout=None, stderr=None,
+                   log_file: str | None = None) -> dict:
+    """Run `program` under hlsim; return the tool's result (parsed JSON) with a few additions."""
+    lib = simulator_lib_dir()
+    vg = shutil.which(valgrind)
+    if not vg:
+        raise SimulateError(f"{valgrind} not found (install the valgrind package)")
+    with tempfile.TemporaryDirectory(prefix="hlsim.") as tmp:
+        out = Path(tmp) / "result.json"
+        argv = [vg, "-q", f"--tool={TOOL}", f"--out-file={out}", *opts.tool_args()]
+        if log_file:
+            argv.append(f"--log-file={log_file}")
+        argv += list(program)
+        env = dict(os.environ)
+        env["VALGRIND_LIB"] = str(lib)
+        env.pop("LD_PRELOAD", None)
+        env.update(opts.client_env())  # LD_PRELOAD in valgrind's own environment
+        if opts.tracks_objects():
+            # the malloc-family wrappers (not a replacement), after the allocators
+            wrap = str(lib / WRAP_LIB)
+            env["LD_PRELOAD"] = env["LD_PRELOAD"] + ":" + wrap if env.get("LD_PRELOAD") else wrap
+        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
+        if not out.exists():
+            raise SimulateError(f"hlsim wrote no result (valgrind exit {proc.returncode})")
+        result = json.loads(out.read_text())
+    result["program"] = list(program)
+    result["layout"] = {"policy": opts.policy, "allocator": opts.allocator, "plan": opts.plan,
+                        "runtime_options": dict(opts.runtime_options)}
+    result["valgrind_exit"] = proc.returncode
+    if isinstance(proc.stdout, bytes):  # captured (stdout=subprocess.PIPE)
+        result["program_stdout"] = proc.stdout.decode(errors="replace")
+    if json_out:
+        Path(json_out).write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def hot_contexts(result: dict, limit: int = 32) -> list[str]:
+    """Return addresses of the contexts of a run, hottest first (accesses per allocated byte),
+    for the hot-first oracle."""
+    ctxs = [c for c in result.get("contexts", []) if c["context"] >= 0 and c["accesses"] > 0]
+    ctxs.sort(key=lambda c: -c["accesses"] / max(1, c["bytes"]))
+    return [c["ra"] for c in ctxs[:limit]]
+
+
+def run_with_oracles(program: Sequence[str], opts: SimOptions, hot_first: bool = True, **kw) -> dict:
+    """The layout plus the dense first-touch oracle (one run) and, when `hot_first`, the
+    hot-first oracle (a second run that packs the first run's hottest contexts first)."""
+    from dataclasses import replace
+    json_out = kw.pop("json_out", None)
+    r = run_simulation(program, replace(opts, oracle=True, oracle_hot=None), **kw)
+    if hot_first:
+        hot = hot_contexts(r)
+        if hot:
+            r2 = run_simulation(program, replace(opts, oracle=True, oracle_hot=hot), **kw)
+            r["oracle_hot"] = r2["oracle"]
+            r["oracle_hot"]["hot_contexts"] = hot
+    if json_out:
+        Path(json_out).write_text(json.dumps(r, indent=1) + "\n")
+    return r
+
+
+def gain_share(base_cycles: int, layout_cycles: int, oracle_cycles: int) -> float | None:
+    """Share of the possible gain (baseline -> oracle) that a layout obtained."""
+    room = base_cycles - oracle_cycles
+    return (base_cycles - layout_cycles) / room if room > 0 else None
+
+
+def miss_rate(misses: int, accesses: int) -> str:
+    return f"{100.0 * misses / accesses:.2f}%" if accesses else "-"
+
+
+def format_result(r: dict) -> str:
+    """The per-level table plus TLB, prefetch and time-estimate lines."""
+    lines = []
+    cfg = r["config"]
+    geo = ", ".join(f"{lv['name']} {lv['size'] // 1024}K/{lv['ways']}w/{lv['line']}B" for lv in cfg["levels"])
+    lines.append(f"layout {label_of(r)}; {geo}; prefetcher {cfg['prefetcher']}"
+                 + (f" into L{cfg['pf_level']}" if cfg["prefetcher"] != "none" else ""))
+    lines.append(f"{'level':<6} {'accesses':>14} {'misses':>12} {'miss rate':>9} {'pf issued':>10} "
+                 f"{'pf useful':>10} {'pf useless':>10}")
+    for lv in r["levels"]:
+        useless = lv["pf_useless"] + lv.get("pf_resident", 0)
+        lines.append(f"{lv['name']:<6} {lv['accesses']:>14,} {lv['misses']:>12,} "
+                     f"{miss_rate(lv['misses'], lv['accesses']):>9} {lv['pf_issued']:>10,} "
+                     f"{lv['pf_useful']:>10,} {useless:>10,}")
+    for t in r["tlb"]:
+        lines.append(f"{t['name']:<6} {t['accesses']:>14,} {t['misses']:>12,} {miss_rate(t['misses'], t['accesses']):>9}")
+    lines.append(f"references {r['refs']:,} ({r['loads']:,} loads, {r['stores']:,} stores); "
+                 f"demand hits on prefetched lines {r['covered']:,}")
+    lines.append(f"time estimate {r['cycles']:,} cycles ({r['tlb_cycles']:,} of them TLB), "
+                 f"{r['cycles'] / max(1, r['line_accesses']):.2f} cycles per access")
+    for key in ("oracle", "oracle_hot"):
+        o = r.get(key)
+        if not o:
+            continue
+        ms = ", ".join(f"{lv['name']} {lv['misses']:,}" for lv in o["levels"])
+        tl = f", DTLB {o['tlb'][0]['misses']:,}" if o["tlb"] else ""
+        lines.append(f"oracle ({o['layout']}): misses {ms}{tl}; time estimate {o['cycles']:,} cycles "
+                     f"(this layout: {r['cycles'] / max(1, o['cycles']):.3f}x the oracle)")
+    pools = [p for p in r.get("pools", []) if p["pool"] >= 0 or p["pool"] == -2]
+    if pools:
+        names = [lv["name"] for lv in r["levels"]]
+        lines.append("per heaplayout pool (pool -1: outside the pool range):")
+        lines.append(f"  {'pool':>6} " + " ".join(f"{n + ' miss':>10}" for n in names) + f" {'TLB miss':>10} "
+                     f"{'pf useful':>10} {'pf useless':>10}")
+        for p in sorted(r["pools"], key=lambda p: -p["misses"][0])[:20]:
+            tlb = p["tlb_misses"][0] if p["tlb_misses"] else 0
+            lines.append(f"  {p['pool']:>6} " + " ".join(f"{m:>10,}" for m in p["misses"]) + f" {tlb:>10,} "
+                         f"{p['pf_useful']:>10,} {p['pf_useless']:>10,}")
+    ctxs = [c for c in r.get("contexts", []) if c["context"] >= 0]
+    if ctxs:
+        names = [lv["name"] for lv in r["levels"]]
+        lines.append(f"per allocation context (call site), top {min(10, len(ctxs))} by L1 misses "
+                     f"({r.get('contexts_seen', len(ctxs)):,} contexts, {r.get('objects', 0):,} objects):")
+        lines.append(f"  {'objects':>10} " + " ".join(f"{n + ' miss':>10}" for n in names) + f" {'TLB miss':>10} "
+                     f"{'pf useful':>10} {'pf useless':>10}  call site")
+        for c in ctxs[:10]:
+            tlb = c["tlb_misses"][0] if c["tlb_misses"] else 0
+            lines.append(f"  {c['allocs']:>10,} " + " ".join(f"{m:>10,}" for m in c["misses"]) + f" {tlb:>10,} "
+                         f"{c['pf_useful']:>10,} {c['pf_useless']:>10,}  {c['where'][:70]}")
+        other = [c for c in r["contexts"] if c["context"] < 0 and sum(c["misses"])]
+        for c in other:
+            lines.append(f"  {'':>10} " + " ".join(f"{m:>10,}" for m in c["misses"]) + f" {'':>10} {'':>10} "
+                         f"{'':>10}  {c['where']}")
+    return "\n".join(lines)
+
+
+def label_of(r: dict) -> str:
+    lay = r.get("layout") or {}
+    if not lay:
+        return "?"
+    return lay["allocator"] if lay["policy"] == "none" else f"{lay['policy']}+{lay['allocator']}"
+
+
+# --------------------------------------------------------------------------- cachegrind
+
+def run_cachegrind(program: Sequence[str], client_env: dict[str, str], valgrind: str = "valgrind") -> dict[str, int]:
+    """D1 and LL data misses under cachegrind's validation geometry."""
+    with tempfile.TemporaryDirectory(prefix="hlsim-cg.") as tmp:
+        out = Path(tmp) / "cg.out"
+        env = dict(os.environ)
+        env.pop("LD_PRELOAD", None)
+        env.update(client_env)
+        argv = [valgrind, "-q", "--tool=cachegrind", *CACHEGRIND_ARGS, f"--cachegrind-out-file={out}", *program]
+        subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        events, summary = [], []
+        for line in out.read_text().splitlines():
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("summary:"):
+                summary = [int(x) for x in line.split()[1:]]
+        ev = dict(zip(events, summary))
+    return {"D1": ev.get("D1mr", 0) + ev.get("D1mw", 0), "LL": ev.get("DLmr", 0) + ev.get("DLmw", 0),
+            "refs": ev.get("Dr", 0) + ev.get("Dw", 0)}
+
+
+def validation_pair(program: Sequence[str], opts: SimOptions | None = None, valgrind: str = "valgrind") -> dict:
+    """hlsim and cachegrind misses for one program under the validation geometry."""
+    opts = opts or SimOptions()
+    sim_opts = SimOptions(policy=opts.policy, allocator=opts.allocator, plan=opts.plan,
+                          runtime_options=opts.runtime_options, model=dict(CACHEGRIND_GEOMETRY), contexts=False)
+    r = run_simulation(program, sim_opts, valgrind=valgrind, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cg = run_cachegrind(program, sim_opts.client_env(), valgrind=valgrind)
+    return {"hlsim_D1": r["levels"][0]["misses"], "hlsim_LL": r["levels"][1]["misses"],
+            "cg_D1": cg["D1"], "cg_LL": cg["LL"], "hlsim_refs": r["refs"], "cg_refs": cg["refs"]}
+
+
+def rel_diff(a: int, b: int) -> float:
+    """|a - b| relative to b (0 when both are 0)."""
+    if b == 0:
+        return 0.0 if a == 0 else float("inf")
+    return abs(a - b) / b

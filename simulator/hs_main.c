@@ -1,0 +1,525 @@
+/* hlsim: a Valgrind tool that feeds every data load and store of the client to the cache /
+ * TLB / prefetcher model in model.c and writes the result as JSON. It does not replace
+ * malloc: the layout simulated is the one the client's own allocator produces.
+ *
+ * Per-pool attribution: an address in the heaplayout pool range is charged to the pool id
+ * in its chunk's header (runtime/src/internal.h: struct hl_chunk starts with a u32 magic
+ * "HLCK" and a u16 pool id, and chunks are aligned to their size). The range comes from
+ * --pool-range=LO-HI or is detected as the client's MAP_NORESERVE mmap of exactly
+ * --pool-span bytes (range + one chunk, as hl_range_init maps it).
+ */
+#include "pub_tool_basics.h"
+#include "pub_tool_tooliface.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcfile.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_options.h"
+#include "pub_tool_machine.h"
+#include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
+#include "pub_tool_aspacemgr.h"
+#include "pub_tool_clreq.h"
+#include "pub_tool_debuginfo.h"
+#include "model.h"
+#include "options.h"
+#include "hs_objects.h"
+#include "hs_requests.h"
+
+#define HS_CHUNK_MAGIC 0x484c434bu
+#define MAX_POOLS 65536
+
+static hs_options opts;
+static hs_model* model;
+static const HChar* out_file = "hlsim.out.%p";
+static ULong pool_span = (16ULL << 30) + (1ULL << 20); /* runtime defaults: 16 GiB range + 1 MiB chunk */
+static ULong pool_chunk = 1ULL << 20;
+static Bool per_pool = True;
+static Bool pool_range_given;
+static ULong pool_lo, pool_hi;
+static Bool track_contexts = True;
+static Bool oracle = False;
+static Long max_contexts = 4096;
+static Long top_contexts = 50;
+static hs_model* oracle_model;
+static const HChar* oracle_hot = NULL;
+static ULong oracle_dropped;
+
+/* ------------------------------------------------------------------ attribution by pool */
+
+/* bucket 0: outside the pool range; 1 + id: heaplayout pool id; MAX_POOLS + 1: in the range
+ * but no valid chunk header */
+static unsigned classify(void* ctx, hs_u64 a)
+{
+   if (a - pool_lo >= pool_hi - pool_lo) return 0;
+   Addr c = (Addr)(a & ~(pool_chunk - 1));
+   const UInt* magic = (const UInt*)c;
+   if (*magic != HS_CHUNK_MAGIC) return MAX_POOLS + 1;
+   return 1 + *(const UShort*)(c + 4);
+}
+
+static void* host_alloc(void* ctx, hs_u64 n)
+{
+   void* p = VG_(malloc)("hlsim.model", (SizeT)n);
+   return p;
+}
+
+/* ------------------------------------------------------------------ instrumentation */
+
+static VG_REGPARM(2) void on_access(Addr a, UWord szk)
+{
+   hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), 0);
+}
+
+static VG_REGPARM(3) void on_access_pc(Addr a, UWord szk, UWord pc)
+{
+   hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), pc);
+   if (oracle_model) {
+      Addr o = ho_remap(a);
+      if (o) hs_access(oracle_model, o, (unsigned)(szk & 0xffff), (int)(szk >> 16), pc);
+      else oracle_dropped++;
+   }
+}
+
+static Bool hs_client_request(ThreadId tid, UWord* arg, UWord* ret)
+{
+   if (arg[0] == HS_REQ_ALLOC) {
+      if (track_contexts) ho_alloc(arg[1], arg[2], arg[3]);
+   } else if (arg[0] == HS_REQ_FREE) {
+      if (track_contexts) ho_free(arg[1]);
+   } else {
+      return False;
+   }
+   *ret = 0;
+   return True;
+}
+
+static Bool want_pc;
+
+/* The wrappers' own code (vgpreload_hlsimwrap, hs_wrap.c) is not the client's: its loads
+ * and stores are not simulated. Looked up per instruction at translation time, with the
+ * text range of the last object found cached. */
+static Addr last_lo = 1, last_hi = 0;
+static Bool last_skip;
+
+static Bool in_preload(Addr pc)
+{
+   if (pc >= last_lo && pc < last_hi) return last_skip;
+   DebugInfo* di = VG_(find_DebugInfo)(VG_(current_DiEpoch)(), pc);
+   if (!di) return False;
+   const HChar* f = VG_(DebugInfo_get_filename)(di);
+   last_lo = VG_(DebugInfo_get_text_avma)(di);
+   last_hi = last_lo + VG_(DebugInfo_get_text_size)(di);
+   last_skip = f && VG_(strstr)(f, "vgpreload_hlsimwrap") != NULL;
+   return pc >= last_lo && pc < last_hi ? last_skip : False;
+}
+
+static void add_event(IRSB* sb, IRExpr* addr, Int size, Bool store, Addr pc, IRExpr* guard)
+{
+   IRDirty* di;
+   UWord szk = (UWord)(size > 0xffff ? 0xffff : size) | (store ? 1UL << 16 : 0);
+   if (want_pc)
+      di = unsafeIRDirty_0_N(3, "hs_on_access_pc", VG_(fnptr_to_fnentry)(on_access_pc),
+                             mkIRExprVec_3(addr, mkIRExpr_HWord(szk), mkIRExpr_HWord(pc)));
+   else
+      di = unsafeIRDirty_0_N(2, "hs_on_access", VG_(fnptr_to_fnentry)(on_access),
+                             mkIRExprVec_2(addr, mkIRExpr_HWord(szk)));
+   if (guard) di->guard = guard;
+   addStmtToIRSB(sb, IRStmt_Dirty(di));
+}
+
+static IRSB* hs_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout* layout,
+                           const VexGuestExtents* vge, const VexArchInfo* archinfo_host,
+                           IRType gWordTy, IRType hWordTy)
+{
+   if (gWordTy != hWordTy) VG_(tool_panic)("host/guest word size mismatch");
+   IRSB* sb = deepCopyIRSBExceptStmts(bbIn);
+   Int i = 0;
+   Addr pc = 0;
+   Bool skip = False;
+   while (i < bbIn->stmts_used && bbIn->stmts[i]->tag != Ist_IMark) {
+      addStmtToIRSB(sb, bbIn->stmts[i]);
+      i++;
+   }
+   for (; i < bbIn->stmts_used; i++) {
+      IRStmt* st = bbIn->stmts[i];
+      if (!st || st->tag == Ist_NoOp) continue;
+      if (skip && st->tag != Ist_IMark) {
+         addStmtToIRSB(sb, st);
+         continue;
+      }
+      switch (st->tag) {
+      case Ist_IMark:
+         pc = (Addr)st->Ist.IMark.addr;
+         skip = in_preload(pc);
+         break;
+      case Ist_WrTmp: {
+         IRExpr* data = st->Ist.WrTmp.data;
+         if (data->tag == Iex_Load)
+            add_event(sb, data->Iex.Load.addr, sizeofIRType(data->Iex.Load.ty), False, pc, NULL);
+         break;
+      }
+      case Ist_Store: {
+         IRType ty = typeOfIRExpr(bbIn->tyenv, st->Ist.Store.data);
+         add_event(sb, st->Ist.Store.addr, sizeofIRType(ty), True, pc, NULL);
+         break;
+      }
+      case Ist_StoreG: {
+         IRStoreG* sg = st->Ist.StoreG.details;
+         IRType ty = typeOfIRExpr(bbIn->tyenv, sg->data);
+         add_event(sb, sg->addr, sizeofIRType(ty), True, pc, sg->guard);
+         break;
+      }
+      case Ist_LoadG: {
+         IRLoadG* lg = st->Ist.LoadG.details;
+         IRType tres = Ity_INVALID, tload = Ity_INVALID;
+         typeOfIRLoadGOp(lg->cvt, &tres, &tload);
+         add_event(sb, lg->addr, sizeofIRType(tload), False, pc, lg->guard);
+         break;
+      }
+      case Ist_CAS: {
+         IRCAS* cas = st->Ist.CAS.details;
+         IRType ty = typeOfIRExpr(bbIn->tyenv, cas->dataLo);
+         Int sz = sizeofIRType(ty) * (cas->dataHi ? 2 : 1);
+         add_event(sb, cas->addr, sz, False, pc, NULL);
+         add_event(sb, cas->addr, sz, True, pc, NULL);
+         break;
+      }
+      case Ist_LLSC: {
+         IRType ty;
+         if (st->Ist.LLSC.storedata == NULL) {
+            ty = typeOfIRTemp(bbIn->tyenv, st->Ist.LLSC.result);
+            add_event(sb, st->Ist.LLSC.addr, sizeofIRType(ty), False, pc, NULL);
+         } else {
+            ty = typeOfIRExpr(bbIn->tyenv, st->Ist.LLSC.storedata);
+            add_event(sb, st->Ist.LLSC.addr, sizeofIRType(ty), True, pc, NULL);
+         }
+         break;
+      }
+      case Ist_Dirty: {
+         IRDirty* d = st->Ist.Dirty.details;
+         if (d->mFx != Ifx_None && d->mAddr) {
+            if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
+               add_event(sb, d->mAddr, d->mSize, False, pc, NULL);
+            if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
+               add_event(sb, d->mAddr, d->mSize, True, pc, NULL);
+         }
+         break;
+      }
+      default:
+         break;
+      }
+      addStmtToIRSB(sb, st);
+   }
+   return sb;
+}
+
+/* ------------------------------------------------------------------ pool range detection */
+
+static void set_pool_range(ULong lo, ULong hi)
+{
+   pool_lo = lo;
+   pool_hi = hi;
+   hs_set_pool_range(model, lo, hi);
+}
+
+static void pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs) {}
+
+static void post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs, SysRes res)
+{
+   if (sysno != __NR_mmap || sr_isError(res) || pool_range_given || pool_hi) return;
+   if (args[1] != pool_span || !(args[3] & VKI_MAP_NORESERVE)) return;
+   ULong raw = sr_Res(res);
+   ULong lo = (raw + pool_chunk - 1) & ~(pool_chunk - 1);
+   set_pool_range(lo, lo + pool_span - pool_chunk);
+}
+
+/* ------------------------------------------------------------------ options */
+
+static Bool hs_process_cmd_line_option(const HChar* arg)
+{
+   const HChar* s;
+   Long l;
+   if VG_STR_CLO(arg, "--out-file", out_file) {}
+   else if VG_BINT_CLO(arg, "--pool-span", l, 1, 1LL << 46) { pool_span = l; }
+   else if VG_BINT_CLO(arg, "--pool-chunk", l, 4096, 1LL << 30) {
+      if (l & (l - 1)) return False;
+      pool_chunk = l;
+   }
+   else if VG_BOOL_CLO(arg, "--per-pool", per_pool) {}
+   else if VG_BOOL_CLO(arg, "--contexts", track_contexts) {}
+   else if VG_BOOL_CLO(arg, "--oracle", oracle) {}
+   else if VG_STR_CLO(arg, "--oracle-hot", oracle_hot) {}
+   else if VG_BINT_CLO(arg, "--max-contexts", max_contexts, 2, 1 << 20) {}
+   else if VG_BINT_CLO(arg, "--top-contexts", top_contexts, 0, 1 << 20) {}
+   else {
+      int r = hs_options_parse(&opts, arg);
+      if (r < 0) VG_(fmsg_bad_option)(arg, "bad value\n");
+      if (r == 0) return False;
+      if (VG_(strncmp)(arg, "--pool-range=", 13) == 0) pool_range_given = True;
+   }
+   (void)s;
+   return True;
+}
+
+static void hs_print_usage(void)
+{
+   VG_(printf)(
+"    --out-file=<file>            JSON result [hlsim.out.%%p]\n"
+"    --L1=<size>,<ways>,<line>    L1D [48K,12,64] (--D1 is the same)\n"
+"    --L2=<size>,<ways>,<line>    L2 [2M,16,64]\n"
+"    --LL=<size>,<ways>,<line>    last level [4M,16,64]\n"
+"    --levels=2|3                 2 = L1 + LL (cachegrind's hierarchy) [3]\n"
+"    --line=<bytes>               set every level's line size\n"
+"    --lat=<l1>,<l2>,<ll>,<mem>   hit latencies in cycles [5,15,50,250]\n"
+"    --dtlb=<entries>,<ways>,<penalty>  first-level DTLB [64,4,7]\n"
+"    --stlb=<entries>,<ways>,<penalty>  second-level TLB [1536,12,30]\n"
+"    --tlb-levels=0|1|2, --tlb=yes|no   [2]\n"
+"    --page-size=<bytes>          [4096]\n"
+"    --prefetch=none|nextline|tagged|stride|cc-one|cc-all  [none]\n"
+"    --pf-level=1|2|3             level the prefetches fill [1]\n"
+"    --pf-degree=<n>              lines per prefetch trigger [1]\n"
+"    --stride-entries=<n>, --stride-conf=<n>  stride table [256, 2]\n"
+"    --cc-block=<bytes>           cc-block size for cc-one/cc-all [256]\n"
+"    --pool-range=<lo>-<hi>       heaplayout pool range (hex), else detected\n"
+"    --pool-span=<bytes>, --pool-chunk=<bytes>  how to detect it [16G+1M, 1M]\n"
+"    --per-pool=yes|no            attribute misses to heaplayout pools [yes]\n"
+"    --contexts=yes|no            track heap objects (malloc family wrapped, not replaced) and\n"
+"                                 attribute misses to allocation call sites [yes]\n"
+"    --max-contexts=<n>           call sites tracked, the rest pooled as one [4096]\n"
+"    --top-contexts=<n>           call sites written, by L1 misses [50]\n"
+"    --oracle=yes|no              also simulate every heap object packed densely in\n"
+"                                 first-touch order (needs --contexts=yes) [no]\n"
+"    --oracle-hot=<ra>,<ra>,..    hot-first oracle: these call sites' objects (hex return\n"
+"                                 addresses, hottest first) packed first, each context apart\n");
+}
+
+static void hs_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
+
+/* ------------------------------------------------------------------ output */
+
+#define OUTSZ (1 << 16)
+static HChar obuf[OUTSZ];
+static Int oused, ofd = -1;
+
+static void oflush(void)
+{
+   Int done = 0;
+   while (done < oused) {
+      Int n = VG_(write)(ofd, obuf + done, oused - done);
+      if (n <= 0) break;
+      done += n;
+   }
+   oused = 0;
+}
+
+static void oprintf(const HChar* fmt, ...) PRINTF_CHECK(1, 2);
+static void oprintf(const HChar* fmt, ...)
+{
+   va_list vargs;
+   if (oused > OUTSZ - 1024) oflush();
+   va_start(vargs, fmt);
+   oused += VG_(vsnprintf)(obuf + oused, OUTSZ - oused, fmt, vargs);
+   va_end(vargs);
+}
+
+static void write_bucket_fields(const hs_bucket_stats* b)
+{
+   const hs_config* c = &opts.cfg;
+   oprintf("\"misses\": [");
+   for (unsigned i = 0; i < c->nlevels; i++) oprintf("%s%llu", i ? ", " : "", b->misses[i]);
+   oprintf("], \"tlb_misses\": [");
+   for (unsigned i = 0; i < c->ntlb; i++) oprintf("%s%llu", i ? ", " : "", b->tlb_misses[i]);
+   oprintf("], \"pf_useful\": %llu, \"pf_useless\": %llu}", b->pf_useful, b->pf_useless);
+}
+
+static ULong bucket_weight(const hs_bucket_stats* b)
+{
+   ULong any = b->pf_useful + b->pf_useless;
+   for (unsigned i = 0; i < HS_MAX_LEVELS; i++) any += b->misses[i];
+   for (unsigned i = 0; i < HS_MAX_TLB; i++) any += b->tlb_misses[i];
+   return any;
+}
+
+static void json_string(const HChar* s)
+{
+   oprintf("\"");
+   for (; s && *s; s++) {
+      if (*s == '"' || *s == '\\') oprintf("\\%c", *s);
+      else if ((UChar)*s < 32) oprintf(" ");
+      else oprintf("%c", *s);
+   }
+   oprintf("\"");
+}
+
+static void write_levels(const hs_stats* s, const hs_config* c, const HChar** names)
+{
+   oprintf("\"cycles\": %llu, \"tlb_cycles\": %llu, \"covered\": %llu, \"memory_served\": %llu, \"levels\": [",
+           s->cycles, s->tlb_cycles, s->covered, s->served[c->nlevels]);
+   for (unsigned i = 0; i < c->nlevels; i++) {
+      const hs_level_stats* l = &s->level[i];
+      oprintf("%s{\"name\": \"%s\", \"accesses\": %llu, \"misses\": %llu, \"served\": %llu, \"pf_issued\": %llu, "
+              "\"pf_useful\": %llu, \"pf_useless\": %llu, \"pf_resident\": %llu}", i ? ", " : "", names[i],
+              l->accesses, l->misses, s->served[i], l->pf_issued, l->pf_useful, l->pf_useless, l->pf_resident);
+   }
+   oprintf("], \"tlb\": [");
+   for (unsigned i = 0; i < c->ntlb; i++)
+      oprintf("%s{\"name\": \"%s\", \"accesses\": %llu, \"misses\": %llu}", i ? ", " : "", i ? "STLB" : "DTLB",
+              s->tlb_accesses[i], s->tlb_misses[i]);
+   oprintf("]");
+}
+
+static void hs_fini(Int exitcode)
+{
+   hs_finish(model);
+   const hs_stats* s = hs_get_stats(model);
+   const hs_config* c = &opts.cfg;
+   HChar* path = VG_(expand_file_name)("--out-file", out_file);
+   SysRes r = VG_(open)(path, VKI_O_CREAT | VKI_O_TRUNC | VKI_O_WRONLY, 0644);
+   if (sr_isError(r)) {
+      VG_(message)(Vg_UserMsg, "hlsim: cannot write %s\n", path);
+      return;
+   }
+   ofd = sr_Res(r);
+   static const HChar* names3[] = {"L1", "L2", "LL"};
+   static const HChar* names2[] = {"L1", "LL"};
+   const HChar** names = c->nlevels == 3 ? names3 : names2;
+   oprintf("{\"tool\": \"hlsim\", \"version\": 1,\n \"config\": {\"levels\": [");
+   for (unsigned i = 0; i < c->nlevels; i++)
+      oprintf("%s{\"name\": \"%s\", \"size\": %llu, \"ways\": %u, \"line\": %u, \"latency\": %u}", i ? ", " : "",
+              names[i], c->level[i].size, c->level[i].ways, c->level[i].line, c->level[i].latency);
+   oprintf("], \"mem_latency\": %u, \"tlb\": [", c->mem_latency);
+   for (unsigned i = 0; i < c->ntlb; i++)
+      oprintf("%s{\"name\": \"%s\", \"entries\": %u, \"ways\": %u, \"penalty\": %u}", i ? ", " : "",
+              i ? "STLB" : "DTLB", c->tlb[i].entries, c->tlb[i].ways, c->tlb[i].penalty);
+   oprintf("], \"page_size\": %llu, \"prefetcher\": \"%s\", \"pf_level\": %u, \"pf_degree\": %u, "
+           "\"cc_block\": %u, \"pool_range\": [%llu, %llu]},\n",
+           1ULL << c->page_shift, hs_prefetcher_name(c->prefetcher), c->pf_level + 1, c->pf_degree,
+           c->cc_block, pool_lo, pool_hi);
+   oprintf(" \"exit_code\": %d, \"refs\": %llu, \"loads\": %llu, \"stores\": %llu, \"line_accesses\": %llu,\n ",
+           exitcode, s->refs, s->loads, s->stores, s->line_accesses);
+   write_levels(s, c, names);
+   oprintf(",\n \"pools\": [");
+   if (per_pool) {
+      Int n = 0;
+      for (unsigned id = 0; id < MAX_POOLS + 2; id++) {
+         const hs_bucket_stats* b = hs_get_bucket(model, 0, id);
+         if (!b) break;
+         if (!bucket_weight(b)) continue;
+         oprintf("%s\n  ", n++ ? "," : "");
+         /* -1: outside the pool range; -2: in the range without a chunk header */
+         oprintf("{\"pool\": %d, ", id == 0 ? -1 : id == MAX_POOLS + 1 ? -2 : (Int)id - 1);
+         write_bucket_fields(b);
+      }
+   }
+   oprintf("]");
+   if (track_contexts) {
+      unsigned dim = per_pool ? 1 : 0;
+      oprintf(",\n \"objects\": %llu, \"contexts_seen\": %u, \"contexts\": [", ho_total_objects, ho_nctx - 2);
+      /* the top contexts by L1 misses, plus the non-heap bucket (0) and the overflow (1) */
+      UInt n = ho_nctx, written = 0;
+      Bool* done = VG_(calloc)("hlsim.done", n, sizeof(Bool));
+      for (Long k = 0; k < top_contexts + 2; k++) {
+         Int best = -1;
+         ULong bw = 0;
+         for (UInt i = 0; i < n; i++) {
+            const hs_bucket_stats* b = hs_get_bucket(model, dim, i);
+            if (done[i] || !b) continue;
+            ULong w = b->misses[0] + 1;
+            if (i < 2) w = ~0ULL - i; /* always first */
+            if (best < 0 || w > bw) { best = i; bw = w; }
+         }
+         if (best < 0) break;
+         done[best] = True;
+         const hs_bucket_stats* b = hs_get_bucket(model, dim, best);
+         if (best >= 2 && !bucket_weight(b) && !ho_ctx[best].accesses) continue;
+         oprintf("%s\n  {\"context\": %d, \"ra\": \"%#lx\", \"where\": ", written++ ? "," : "",
+                 best - 2, ho_ctx[best].ra);
+         json_string(ho_ctx[best].desc);
+         oprintf(", \"allocs\": %llu, \"bytes\": %llu, \"accesses\": %llu, ", ho_ctx[best].allocs,
+                 ho_ctx[best].bytes, ho_ctx[best].accesses);
+         write_bucket_fields(b);
+      }
+      VG_(free)(done);
+      oprintf("]");
+   }
+   if (oracle_model) {
+      hs_finish(oracle_model);
+      oprintf(",\n \"oracle\": {\"layout\": \"%s\", \"packed_bytes\": %llu, \"metadata_refs_dropped\": %llu, "
+              "\"refs\": %llu, ", oracle_hot ? "hot-first" : "dense first-touch", ho_packed_bytes, oracle_dropped,
+              hs_get_stats(oracle_model)->refs);
+      write_levels(hs_get_stats(oracle_model), c, names);
+      oprintf("}");
+   }
+   oprintf("}\n");
+   oflush();
+   VG_(close)(ofd);
+}
+
+/* ------------------------------------------------------------------ init */
+
+static void hs_post_clo_init(void)
+{
+   const HChar* err = hs_options_finish(&opts);
+   opts.cfg.alloc = host_alloc;
+   opts.cfg.ctx = NULL;
+   if (oracle && !track_contexts) {
+      VG_(fmsg)("hlsim: --oracle=yes needs --contexts=yes\n");
+      VG_(exit)(1);
+   }
+   if (!err) err = hs_check_config(&opts.cfg);
+   if (!err && oracle) {
+      /* the oracle: the same model, no attribution; its pool range is the real one's,
+       * which the packed region never falls in, so cc prefetchers stay idle there */
+      oracle_model = hs_new(&opts.cfg);
+      if (!oracle_model) err = "cannot build the oracle model";
+   }
+   if (per_pool) {
+      opts.cfg.nbuckets[opts.cfg.ndims] = MAX_POOLS + 2;
+      opts.cfg.classify[opts.cfg.ndims++] = classify;
+   }
+   if (track_contexts) {
+      if (oracle_hot) {
+         const HChar* e = ho_set_hot(oracle_hot);
+         if (e) {
+            VG_(fmsg)("hlsim: %s\n", e);
+            VG_(exit)(1);
+         }
+      }
+      ho_init((UInt)max_contexts, oracle);
+      opts.cfg.nbuckets[opts.cfg.ndims] = (unsigned)max_contexts;
+      opts.cfg.classify[opts.cfg.ndims++] = ho_classify_ctx;
+   }
+   if (err) {
+      VG_(fmsg)("hlsim: %s\n", err);
+      VG_(exit)(1);
+   }
+   model = hs_new(&opts.cfg);
+   if (!model) {
+      VG_(fmsg)("hlsim: cannot build the model\n");
+      VG_(exit)(1);
+   }
+   want_pc = opts.cfg.prefetcher == HS_PF_STRIDE || oracle_model != NULL;
+   if (pool_range_given) {
+      pool_lo = opts.cfg.pool_lo;
+      pool_hi = opts.cfg.pool_hi;
+   }
+}
+
+static void hs_pre_clo_init(void)
+{
+   VG_(details_name)("hlsim");
+   VG_(details_version)("1");
+   VG_(details_description)("heaplayout cache, TLB and prefetch simulator");
+   VG_(details_copyright_author)("heaplayout");
+   VG_(details_bug_reports_to)("heaplayout issue tracker");
+   VG_(details_avg_translation_sizeB)(500);
+   VG_(basic_tool_funcs)(hs_post_clo_init, hs_instrument, hs_fini);
+   VG_(needs_command_line_options)(hs_process_cmd_line_option, hs_print_usage, hs_print_debug_usage);
+   VG_(needs_syscall_wrapper)(pre_syscall, post_syscall);
+   VG_(needs_client_requests)(hs_client_request);
+   hs_options_init(&opts);
+}
+
+VG_DETERMINE_INTERFACE_VERSION(hs_pre_clo_init)

@@ -1,0 +1,387 @@
+/* hlsim model: see model.h. Plain C, no library calls. */
+#include "model.h"
+
+#define EMPTY (~0ULL) /* an empty way; (EMPTY >> 1) is no line number a 64-bit address has */
+
+/* One set-associative array, used for caches (entries: line << 1 | prefetched) and TLBs
+ * (entries: page << 1). Each set's ways are kept in MRU-first order, as in cachegrind. */
+typedef struct {
+  hs_u64 *tags;
+  hs_u64 sets, set_mask;
+  unsigned ways, shift, pow2;
+} hs_array;
+
+typedef struct {
+  hs_u64 pc, last;
+  long long stride;
+  unsigned conf;
+} hs_stride_ent;
+
+struct hs_model {
+  hs_config cfg;
+  hs_stats st;
+  hs_array cache[HS_MAX_LEVELS];
+  hs_array tlb[HS_MAX_TLB];
+  unsigned lat[HS_MAX_LEVELS + 1];
+  hs_stride_ent *stride;
+  hs_bucket_stats *buckets[HS_MAX_DIMS];
+  hs_u64 l1_line, l1_mask;
+  hs_u64 last_line; /* L1 line of the last demand access, known MRU in L1 (and its page in the DTLB) */
+};
+
+/* ------------------------------------------------------------------------ small helpers */
+
+static unsigned log2u(hs_u64 v) {
+  unsigned s = 0;
+  while (((hs_u64)1 << s) < v) s++;
+  return s;
+}
+static int is_pow2(hs_u64 v) { return v && !(v & (v - 1)); }
+
+static void zero(void *p, hs_u64 n) {
+  unsigned char *b = (unsigned char *)p;
+  for (hs_u64 i = 0; i < n; i++) b[i] = 0;
+}
+
+void hs_default_config(hs_config *c) {
+  zero(c, sizeof *c);
+  c->nlevels = 3;
+  c->level[0] = (hs_cache_cfg){48 << 10, 12, 64, 5};    /* L1D: 48 KiB, 12-way, 5 cycles */
+  c->level[1] = (hs_cache_cfg){2 << 20, 16, 64, 15};    /* L2: 2 MiB, 16-way, 15 cycles */
+  c->level[2] = (hs_cache_cfg){4 << 20, 16, 64, 50};    /* LLC share: 4 MiB, 16-way, 50 cycles */
+  c->mem_latency = 250;                                 /* DRAM: ~80 ns at 3 GHz */
+  c->ntlb = 2;
+  c->tlb[0] = (hs_tlb_cfg){64, 4, 7};                   /* DTLB miss that hits the STLB: 7 cycles */
+  c->tlb[1] = (hs_tlb_cfg){1536, 12, 30};               /* STLB miss: page walk, 30 cycles */
+  c->page_shift = 12;
+  c->prefetcher = HS_PF_NONE;
+  c->pf_level = 0;
+  c->pf_degree = 1;
+  c->stride_entries = 256;
+  c->stride_conf = 2;
+  c->cc_block = 256;
+}
+
+const char *hs_check_config(const hs_config *c) {
+  if (c->nlevels < 1 || c->nlevels > HS_MAX_LEVELS) return "the number of cache levels must be 1 to 3";
+  for (unsigned i = 0; i < c->nlevels; i++) {
+    const hs_cache_cfg *l = &c->level[i];
+    if (!is_pow2(l->line) || l->line < 4 || l->line > 4096) return "a line size must be a power of two (16 to 256 typical)";
+    if (l->size < l->line) return "a cache must hold at least one line";
+    hs_u64 lines = l->size / l->line;
+    if (lines * l->line != l->size) return "a cache size must be a multiple of its line size";
+    unsigned ways = l->ways ? l->ways : (unsigned)lines;
+    if (lines % ways) return "a cache's lines must divide evenly into its ways";
+  }
+  if (c->ntlb > HS_MAX_TLB) return "at most two TLB levels";
+  for (unsigned i = 0; i < c->ntlb; i++) {
+    const hs_tlb_cfg *t = &c->tlb[i];
+    if (!t->entries) return "a TLB level needs entries";
+    unsigned ways = t->ways ? t->ways : t->entries;
+    if (t->entries % ways) return "TLB entries must divide evenly into its ways";
+  }
+  if (c->page_shift < 10 || c->page_shift > 30) return "page size must be 1 KiB to 1 GiB";
+  if (c->prefetcher < 0 || c->prefetcher >= HS_PF_COUNT) return "unknown prefetcher";
+  if (c->pf_level >= c->nlevels) return "the prefetch fill level must be a cache level";
+  if (c->pf_degree < 1 || c->pf_degree > 64) return "prefetch degree must be 1 to 64";
+  if (c->prefetcher == HS_PF_STRIDE && (!is_pow2(c->stride_entries) || c->stride_conf > 15))
+    return "stride table entries must be a power of two and confidence at most 15";
+  if ((c->prefetcher == HS_PF_CC_ONE || c->prefetcher == HS_PF_CC_ALL) && !is_pow2(c->cc_block))
+    return "the cc-block size must be a power of two";
+  if (c->ndims > HS_MAX_DIMS) return "at most two attribution dimensions";
+  for (unsigned d = 0; d < c->ndims; d++)
+    if (!c->nbuckets[d] || !c->classify[d]) return "an attribution dimension needs buckets and a classify function";
+  if (!c->alloc) return "no allocation function";
+  return 0;
+}
+
+static int array_init(hs_model *m, hs_array *a, hs_u64 entries, unsigned ways, unsigned shift) {
+  if (!ways) ways = (unsigned)entries;
+  a->ways = ways;
+  a->sets = entries / ways;
+  a->pow2 = is_pow2(a->sets);
+  a->set_mask = a->sets - 1;
+  a->shift = shift;
+  a->tags = (hs_u64 *)m->cfg.alloc(m->cfg.ctx, entries * sizeof(hs_u64));
+  if (!a->tags) return 0;
+  for (hs_u64 i = 0; i < entries; i++) a->tags[i] = EMPTY;
+  return 1;
+}
+
+hs_model *hs_new(const hs_config *cfg) {
+  if (hs_check_config(cfg)) return 0;
+  hs_model *m = (hs_model *)cfg->alloc(cfg->ctx, sizeof(hs_model));
+  if (!m) return 0;
+  zero(m, sizeof *m);
+  m->cfg = *cfg;
+  for (unsigned i = 0; i < cfg->nlevels; i++) {
+    const hs_cache_cfg *l = &cfg->level[i];
+    if (!array_init(m, &m->cache[i], l->size / l->line, l->ways, log2u(l->line))) return 0;
+    m->lat[i] = l->latency;
+  }
+  m->lat[cfg->nlevels] = cfg->mem_latency;
+  for (unsigned i = 0; i < cfg->ntlb; i++)
+    if (!array_init(m, &m->tlb[i], cfg->tlb[i].entries, cfg->tlb[i].ways, cfg->page_shift)) return 0;
+  if (cfg->prefetcher == HS_PF_STRIDE) {
+    m->stride = (hs_stride_ent *)cfg->alloc(cfg->ctx, cfg->stride_entries * sizeof(hs_stride_ent));
+    if (!m->stride) return 0;
+    zero(m->stride, cfg->stride_entries * sizeof(hs_stride_ent));
+    for (unsigned i = 0; i < cfg->stride_entries; i++) m->stride[i].pc = EMPTY;
+  }
+  for (unsigned d = 0; d < cfg->ndims; d++) {
+    m->buckets[d] = (hs_bucket_stats *)cfg->alloc(cfg->ctx, cfg->nbuckets[d] * sizeof(hs_bucket_stats));
+    if (!m->buckets[d]) return 0;
+    zero(m->buckets[d], cfg->nbuckets[d] * sizeof(hs_bucket_stats));
+  }
+  m->last_line = EMPTY;
+  m->l1_line = cfg->level[0].line;
+  m->l1_mask = ~(m->l1_line - 1);
+  return m;
+}
+
+/* The buckets an address is charged to, one per attribution dimension (NULL: none). */
+typedef struct {
+  hs_bucket_stats *b[HS_MAX_DIMS];
+} hs_charge;
+
+static inline void classify(hs_model *m, hs_u64 addr, hs_charge *c) {
+  for (unsigned d = 0; d < HS_MAX_DIMS; d++) {
+    c->b[d] = 0;
+    if (d < m->cfg.ndims) {
+      unsigned k = m->cfg.classify[d](m->cfg.ctx, addr);
+      if (k < m->cfg.nbuckets[d]) c->b[d] = &m->buckets[d][k];
+    }
+  }
+}
+#define CHARGE(c, field) do { for (unsigned d_ = 0; d_ < HS_MAX_DIMS; d_++) if ((c).b[d_]) (c).b[d_]->field++; } while (0)
+
+static inline hs_u64 *set_of(hs_array *a, hs_u64 key) {
+  hs_u64 set = a->pow2 ? (key & a->set_mask) : (key % a->sets);
+  return a->tags + set * a->ways;
+}
+
+/* Look `key` up; on a hit move it to MRU, on a miss insert it at MRU (evicting the LRU way).
+ * Returns 1 on a hit. *flag gets the hit entry's prefetch bit (cleared when `demand`);
+ * *victim gets the evicted entry on a miss. A new entry carries `newflag`. */
+static inline int ref(hs_array *a, hs_u64 key, int demand, unsigned newflag, hs_u64 *victim, unsigned *flag) {
+  hs_u64 *s = set_of(a, key);
+  hs_u64 k = key << 1;
+  if ((s[0] & ~1ULL) == k) {
+    *flag = (unsigned)(s[0] & 1);
+    if (demand) s[0] = k;
+    return 1;
+  }
+  unsigned w = a->ways;
+  for (unsigned i = 1; i < w; i++) {
+    if ((s[i] & ~1ULL) == k) {
+      hs_u64 v = s[i];
+      for (unsigned j = i; j > 0; j--) s[j] = s[j - 1];
+      *flag = (unsigned)(v & 1);
+      s[0] = demand ? k : v;
+      return 1;
+    }
+  }
+  *victim = s[w - 1];
+  for (unsigned j = w - 1; j > 0; j--) s[j] = s[j - 1];
+  s[0] = k | newflag;
+  *flag = 0;
+  return 0;
+}
+
+static inline int probe(hs_array *a, hs_u64 key) {
+  hs_u64 *s = set_of(a, key);
+  hs_u64 k = key << 1;
+  for (unsigned i = 0; i < a->ways; i++)
+    if ((s[i] & ~1ULL) == k) return 1;
+  return 0;
+}
+
+static void evicted(hs_model *m, unsigned lvl, hs_u64 victim) {
+  if (victim == EMPTY || !(victim & 1)) return;
+  m->st.level[lvl].pf_useless++;
+  if (m->cfg.ndims) {
+    hs_charge c;
+    classify(m, (victim >> 1) << m->cache[lvl].shift, &c);
+    CHARGE(c, pf_useless);
+  }
+}
+
+/* A prefetch of the line holding `addr` into pf_level and the levels beyond it. */
+static void prefetch(hs_model *m, hs_u64 addr) {
+  unsigned p = m->cfg.pf_level;
+  hs_array *a = &m->cache[p];
+  hs_u64 line = addr >> a->shift;
+  if (probe(a, line)) return;
+  hs_u64 victim = EMPTY;
+  unsigned flag;
+  m->st.level[p].pf_issued++;
+  m->last_line = EMPTY; /* the fill may demote the last line from MRU */
+  ref(a, line, 0, 1, &victim, &flag);
+  evicted(m, p, victim);
+  for (unsigned i = p + 1; i < m->cfg.nlevels; i++) {
+    victim = EMPTY;
+    if (ref(&m->cache[i], addr >> m->cache[i].shift, 0, 0, &victim, &flag)) break;
+  }
+}
+
+static void tlb_access(hs_model *m, hs_u64 addr) {
+  hs_u64 page = addr >> m->cfg.page_shift;
+  for (unsigned i = 0; i < m->cfg.ntlb; i++) {
+    hs_u64 victim;
+    unsigned flag;
+    m->st.tlb_accesses[i]++;
+    if (ref(&m->tlb[i], page, 1, 0, &victim, &flag)) return;
+    m->st.tlb_misses[i]++;
+    m->st.tlb_cycles += m->cfg.tlb[i].penalty;
+    m->st.cycles += m->cfg.tlb[i].penalty;
+    if (m->cfg.ndims) {
+      hs_charge c;
+      classify(m, addr, &c);
+      CHARGE(c, tlb_misses[i]);
+    }
+  }
+}
+
+/* One demand access to the L1 line holding `a`. */
+static void demand_line(hs_model *m, hs_u64 a) {
+  hs_stats *st = &m->st;
+  unsigned n = m->cfg.nlevels, served = n, was_pf = 0;
+  st->line_accesses++;
+  if (m->cfg.ntlb) tlb_access(m, a);
+  hs_charge c;
+  int classified = !m->cfg.ndims;
+  c.b[0] = c.b[1] = 0;
+  for (unsigned i = 0; i < n; i++) {
+    hs_u64 victim = EMPTY;
+    unsigned flag;
+    st->level[i].accesses++;
+    if (ref(&m->cache[i], a >> m->cache[i].shift, 1, 0, &victim, &flag)) {
+      served = i;
+      if (flag) {
+        was_pf = 1;
+        st->covered++;
+        st->level[i].pf_useful++;
+        if (!classified) { classify(m, a, &c); classified = 1; }
+        CHARGE(c, pf_useful);
+      }
+      break;
+    }
+    st->level[i].misses++;
+    if (!classified) { classify(m, a, &c); classified = 1; }
+    CHARGE(c, misses[i]);
+    evicted(m, i, victim);
+  }
+  st->served[served]++;
+  st->cycles += m->lat[served];
+  m->last_line = a >> m->cache[0].shift;
+
+  switch (m->cfg.prefetcher) {
+  case HS_PF_NEXTLINE:
+  case HS_PF_TAGGED:
+    if (served > 0 || (was_pf && m->cfg.prefetcher == HS_PF_TAGGED)) {
+      hs_u64 base = a & m->l1_mask;
+      for (unsigned k = 1; k <= m->cfg.pf_degree; k++) prefetch(m, base + k * m->l1_line);
+    }
+    break;
+  case HS_PF_CC_ONE:
+  case HS_PF_CC_ALL:
+    if (served > 0 && a - m->cfg.pool_lo < m->cfg.pool_hi - m->cfg.pool_lo) {
+      hs_u64 base = a & m->l1_mask;
+      if (m->cfg.prefetcher == HS_PF_CC_ONE) {
+        prefetch(m, base + m->l1_line);
+      } else {
+        hs_u64 end = (a & ~((hs_u64)m->cfg.cc_block - 1)) + m->cfg.cc_block;
+        for (hs_u64 x = base + m->l1_line; x < end; x += m->l1_line) prefetch(m, x);
+      }
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+static void stride_train(hs_model *m, hs_u64 addr, hs_u64 pc) {
+  hs_stride_ent *e = &m->stride[(pc ^ (pc >> 9) ^ (pc >> 18)) & (m->cfg.stride_entries - 1)];
+  if (e->pc != pc) {
+    e->pc = pc;
+    e->last = addr;
+    e->stride = 0;
+    e->conf = 0;
+    return;
+  }
+  long long d = (long long)(addr - e->last);
+  e->last = addr;
+  if (d == 0) return; /* the same address again: neither confirms nor breaks a stride */
+  if (d == e->stride) {
+    if (e->conf < 15) e->conf++;
+  } else if (e->conf > 0) {
+    e->conf--;
+  } else {
+    e->stride = d;
+  }
+  if (e->conf < m->cfg.stride_conf || e->stride == 0) return;
+  hs_u64 abs = (hs_u64)(e->stride < 0 ? -e->stride : e->stride);
+  hs_u64 dist = abs >= m->l1_line ? 1 : (m->l1_line + abs - 1) / abs; /* look at least a line ahead */
+  hs_u64 line = addr & m->l1_mask;
+  for (unsigned k = 1; k <= m->cfg.pf_degree; k++) {
+    hs_u64 t = addr + (hs_u64)(e->stride * (long long)(dist * k));
+    if ((t & m->l1_mask) != line) prefetch(m, t);
+  }
+}
+
+void hs_access(hs_model *m, hs_u64 addr, unsigned size, int is_store, hs_u64 pc) {
+  hs_stats *st = &m->st;
+  st->refs++;
+  if (is_store) st->stores++; else st->loads++;
+  if (size == 0) size = 1;
+  hs_u64 first = addr & m->l1_mask, last = (addr + size - 1) & m->l1_mask;
+#ifndef HS_NO_FASTPATH
+  if (first == last && (addr >> m->cache[0].shift) == m->last_line) {
+    /* the same line as the last access: an L1 hit on the MRU way (its prefetch tag, if any,
+     * was cleared then) and a DTLB hit on its MRU entry; no LRU state changes */
+    st->line_accesses++;
+    st->level[0].accesses++;
+    st->served[0]++;
+    st->cycles += m->lat[0];
+    if (m->cfg.ntlb) st->tlb_accesses[0]++;
+    if (m->stride) stride_train(m, addr, pc);
+    return;
+  }
+#endif
+  demand_line(m, addr);
+  for (hs_u64 x = first + m->l1_line; x <= last && x > first; x += m->l1_line) demand_line(m, x);
+  if (m->stride) stride_train(m, addr, pc);
+}
+
+void hs_set_pool_range(hs_model *m, hs_u64 lo, hs_u64 hi) {
+  m->cfg.pool_lo = lo;
+  m->cfg.pool_hi = hi;
+}
+
+void hs_finish(hs_model *m) {
+  hs_array *a = &m->cache[m->cfg.pf_level];
+  hs_u64 n = a->sets * a->ways;
+  hs_u64 resident = 0;
+  for (hs_u64 i = 0; i < n; i++)
+    if (a->tags[i] != EMPTY && (a->tags[i] & 1)) resident++;
+  m->st.level[m->cfg.pf_level].pf_resident = resident;
+}
+
+const hs_stats *hs_get_stats(const hs_model *m) { return &m->st; }
+
+const hs_bucket_stats *hs_get_bucket(const hs_model *m, unsigned d, unsigned b) {
+  return d < m->cfg.ndims && b < m->cfg.nbuckets[d] ? &m->buckets[d][b] : 0;
+}
+
+static const char *const pf_names[HS_PF_COUNT] = {"none", "nextline", "tagged", "stride", "cc-one", "cc-all"};
+
+const char *hs_prefetcher_name(int pf) { return pf >= 0 && pf < HS_PF_COUNT ? pf_names[pf] : "?"; }
+
+int hs_prefetcher_from_name(const char *name) {
+  for (int i = 0; i < HS_PF_COUNT; i++) {
+    const char *a = pf_names[i], *b = name;
+    while (*a && *a == *b) a++, b++;
+    if (!*a && !*b) return i;
+  }
+  return -1;
+}

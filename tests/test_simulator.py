@@ -1,0 +1,324 @@
+"""The simulator (issue 6): the model (simulator/model.c) through its native driver
+build/tests/simulator/model_test on hand-made access patterns whose answers are known, and
+`heaplayout simulate` (the hlsim Valgrind tool) end to end against cachegrind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heaplayout import paths
+from heaplayout.simulate import SimOptions, rel_diff, run_cachegrind, run_simulation
+
+BASE = 0x10000000  # a 1 MiB-aligned base address for the patterns
+
+
+@pytest.fixture(scope="module")
+def model_test(build_dir: Path) -> Path:
+    exe = build_dir / "tests" / "simulator" / "model_test"
+    if not exe.exists():
+        pytest.fail(f"{exe} not built: run scripts/build.sh")
+    return exe
+
+
+def sim(exe: Path, trace: str, *opts: str) -> dict:
+    r = subprocess.run([str(exe), *opts], input=trace.encode(), capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def walk(start: int, count: int, step: int, size: int = 8, pc: int = 0x401000) -> str:
+    """generator line: `count` reads at start + i*step"""
+    return f"S {start:x} {count} {step} {size} {pc:x}\n"
+
+
+# ----------------------------------------------------------------------------- caches
+
+
+class RefCache:
+    """A plain LRU set-associative cache, the reference for the C model."""
+
+    def __init__(self, size, ways, line):
+        self.ways, self.shift, self.nsets = ways, line.bit_length() - 1, size // line // ways
+        self.sets = [[] for _ in range(self.nsets)]
+
+    def access(self, addr):  # True on a hit
+        line = addr >> self.shift
+        s = self.sets[line % self.nsets]
+        if line in s:
+            s.remove(line)
+            s.insert(0, line)
+            return True
+        s.insert(0, line)
+        del s[self.ways:]
+        return False
+
+
+def test_model_matches_reference_lru_on_random_trace(model_test):
+    import random
+    rng = random.Random(7)
+    l1, l2, ll = RefCache(4096, 4, 64), RefCache(16384, 8, 64), RefCache(65536, 16, 128)
+    trace, miss = [], [0, 0, 0]
+    hot = [BASE + rng.randrange(0, 1 << 16) for _ in range(64)]
+    for _ in range(30000):
+        r = rng.random()
+        a = rng.choice(hot) if r < 0.5 else (BASE + rng.randrange(0, 1 << 18) if r < 0.9 else trace[-1][0] + 8 if trace else BASE)
+        a &= ~7
+        trace.append((a, "W" if rng.random() < 0.3 else "R"))
+        for i, c in enumerate((l1, l2, ll)):
+            if c.access(a):
+                break
+            miss[i] += 1
+    text = "".join(f"{k} {a:x} 8\n" for a, k in trace)
+    r = sim(model_test, text, "--L1=4096,4,64", "--L2=16384,8,64", "--LL=65536,16,128", "--tlb=no")
+    assert [lv["misses"] for lv in r["levels"]] == miss
+    assert r["cycles"] == (30000 - miss[0]) * 5 + (miss[0] - miss[1]) * 15 + (miss[1] - miss[2]) * 50 + miss[2] * 250
+
+
+def test_strided_walk_misses_equal_touched_lines(model_test):
+    # 128-byte stride over 4000 accesses: every access touches a new 64-byte line
+    r = sim(model_test, walk(BASE, 4000, 128))
+    assert r["levels"][0]["misses"] == 4000
+    assert r["levels"][1]["misses"] == 4000 and r["levels"][2]["misses"] == 4000
+    # 16-byte stride: 4 accesses per line, so a quarter of them miss
+    r = sim(model_test, walk(BASE, 4000, 16))
+    assert r["levels"][0]["accesses"] == 4000
+    assert r["levels"][0]["misses"] == 1000
+    # twice over 16 KiB (fits L1): the second pass hits
+    r = sim(model_test, walk(BASE, 256, 64) * 2)
+    assert r["levels"][0]["misses"] == 256
+
+
+def test_line_size_changes_touched_lines(model_test):
+    for line in (16, 32, 64, 128, 256):
+        r = sim(model_test, walk(BASE, 1024, 16), f"--line={line}")
+        assert r["levels"][0]["misses"] == 1024 * 16 // line, line
+
+
+def test_set_thrash_lru(model_test):
+    # L1 48K/12-way/64B has 64 sets: lines 4 KiB apart map to one set.
+    ways = 12
+    thrash = walk(BASE, ways + 1, 4096) * 10
+    r = sim(model_test, thrash)
+    assert r["levels"][0]["misses"] == (ways + 1) * 10  # LRU: every access misses
+    assert r["levels"][1]["misses"] == ways + 1  # L2 holds them all: cold misses only
+    fits = walk(BASE, ways, 4096) * 10
+    r = sim(model_test, fits)
+    assert r["levels"][0]["misses"] == ways
+
+
+def test_two_level_cachegrind_geometry(model_test):
+    # D1 32K/8/64 (64 sets) + LL 4M/16/64: 9 lines in one D1 set thrash D1, not LL
+    r = sim(model_test, walk(BASE, 9, 4096) * 5, "--levels=2", "--L1=32768,8,64", "--LL=4194304,16,64")
+    assert len(r["levels"]) == 2
+    assert r["levels"][0]["misses"] == 45 and r["levels"][1]["misses"] == 9
+
+
+def test_straddling_access_touches_two_lines(model_test):
+    r = sim(model_test, f"R {BASE + 60:x} 8\nR {BASE + 64:x} 4\n")
+    assert r["line_accesses"] == 3 and r["refs"] == 2
+    assert r["levels"][0]["misses"] == 2
+
+
+def test_stores_are_write_allocate(model_test):
+    r = sim(model_test, f"W {BASE:x} 8\nR {BASE + 8:x} 8\n")
+    assert r["stores"] == 1 and r["levels"][0]["misses"] == 1
+
+
+# ----------------------------------------------------------------------------- TLB
+
+
+def test_tlb_page_walks(model_test):
+    # DTLB 64 entries, 4-way (16 sets): 64 pages fit, so 5 rounds miss only the first time
+    r = sim(model_test, walk(BASE, 64, 4096) * 5, "--tlb-levels=1")
+    assert r["tlb"][0]["misses"] == 64
+    # 128 pages: 8 per DTLB set > 4 ways: every access misses the DTLB but hits the STLB
+    r = sim(model_test, walk(BASE, 128, 4096) * 5)
+    assert r["tlb"][0]["misses"] == 640 and r["tlb"][1]["misses"] == 128
+    # 2048 pages exceed the STLB's reach (1536 entries, 12-way, 128 sets: 16 pages per set)
+    r = sim(model_test, walk(BASE, 2048, 4096) * 3)
+    assert r["tlb"][1]["misses"] == 2048 * 3
+    # 2 MiB pages: the same walk fits in one page
+    r = sim(model_test, walk(BASE, 2048, 4096) * 3, "--page-size=2097152")
+    assert r["tlb"][0]["misses"] == 4  # 8 MiB from a 2 MiB-aligned base: 4 huge pages
+
+
+# ----------------------------------------------------------------------------- prefetchers
+
+
+LINES = 20000  # a sequential 8-byte walk over 20000 lines (1.25 MB: beyond L1 and L2 reach)
+
+
+def seq():
+    return walk(BASE, LINES * 8, 8)
+
+
+def test_no_prefetcher_sequential_misses_every_line(model_test):
+    r = sim(model_test, seq())
+    assert r["levels"][0]["misses"] == LINES and r["levels"][0]["pf_issued"] == 0
+
+
+@pytest.mark.parametrize("pf", ["stride", "tagged"])
+def test_sequential_walk_is_covered(model_test, pf):
+    r = sim(model_test, seq(), f"--prefetch={pf}")
+    l1 = r["levels"][0]
+    assert l1["misses"] <= 2  # only the warm-up
+    assert l1["pf_useful"] >= LINES - 3
+    assert l1["pf_useless"] + l1["pf_resident"] <= 2
+    assert r["covered"] == l1["pf_useful"]
+    plain = sim(model_test, seq())
+    assert r["cycles"] < plain["cycles"] / 3
+
+
+def test_prefetch_on_miss_halves_misses(model_test):
+    r = sim(model_test, seq(), "--prefetch=nextline")
+    l1 = r["levels"][0]
+    assert l1["misses"] == LINES // 2 and l1["pf_useful"] == LINES // 2
+
+
+def test_stride_prefetcher_large_stride(model_test):
+    # 256-byte stride by one instruction: the stride table learns it; a next-line prefetcher cannot help
+    r = sim(model_test, walk(BASE, 10000, 256), "--prefetch=stride")
+    assert r["levels"][0]["misses"] <= 4 and r["levels"][0]["pf_useful"] >= 9990  # 4: training
+    r = sim(model_test, walk(BASE, 10000, 256), "--prefetch=nextline")
+    assert r["levels"][0]["misses"] == 10000 and r["levels"][0]["pf_useless"] >= 9000
+
+
+def test_useless_prefetches_counted(model_test):
+    # every access misses a new line 8 KiB apart: each next-line prefetch is wasted
+    r = sim(model_test, walk(BASE, 5000, 8192), "--prefetch=nextline", "--tlb=no")
+    l1 = r["levels"][0]
+    assert l1["pf_issued"] == 5000 and l1["pf_useful"] == 0
+    assert l1["pf_useless"] + l1["pf_resident"] == 5000
+
+
+def test_cc_block_prefetchers_only_in_pool_range(model_test):
+    pool = f"--pool-range={BASE:#x}-{BASE + 0x100000:#x}"
+    inside = walk(BASE, 4096, 16)  # 64 KiB inside the pool range: 1024 lines, 256 cc-blocks of 256 B
+    outside = walk(BASE + 0x200000, 4096, 16)
+    r = sim(model_test, inside, "--prefetch=cc-all", pool, "--cc-block=256")
+    assert r["levels"][0]["misses"] == 256 and r["levels"][0]["pf_useful"] == 768
+    r = sim(model_test, inside, "--prefetch=cc-one", pool)
+    assert r["levels"][0]["misses"] == 512
+    r = sim(model_test, outside, "--prefetch=cc-all", pool)
+    assert r["levels"][0]["misses"] == 1024 and r["levels"][0]["pf_issued"] == 0
+
+
+def test_prefetch_into_l2(model_test):
+    r = sim(model_test, seq(), "--prefetch=tagged", "--pf-level=2")
+    assert r["levels"][0]["misses"] == LINES  # L1 not filled
+    assert r["levels"][1]["misses"] <= 2 and r["levels"][1]["pf_useful"] >= LINES - 3
+
+
+def test_attribution_buckets(model_test):
+    # the driver's buckets are (addr >> 20) & 3
+    r = sim(model_test, walk(BASE, 100, 64) + walk(BASE + 0x100000, 30, 64) + walk(BASE + 0x300000, 7, 64))
+    assert [b["misses"][0] for b in r["buckets"]] == [100, 30, 0, 7]
+
+
+def test_bad_options_rejected(model_test):
+    for bad in ("--L1=48K,12,48", "--prefetch=magic", "--levels=4", "--page-size=3000"):
+        r = subprocess.run([str(model_test), bad], input=b"", capture_output=True)
+        assert r.returncode == 2, bad
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+pytestmark_vg = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+
+@pytestmark_vg
+def test_simulate_agrees_with_cachegrind(build_dir, tmp_path):
+    """`heaplayout simulate --cachegrind-geometry` end to end against cachegrind itself."""
+    prog = [str(paths.workload_binary("treeadd")), "16", "20"]
+    out = tmp_path / "r.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(paths.REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "heaplayout.cli", "simulate", "--cachegrind-geometry", "--json", str(out), "--", *prog]
+    p = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()
+    assert "checksum" in p.stdout.decode()  # the program's own output passes through
+    r = json.loads(out.read_text())
+    assert [lv["name"] for lv in r["levels"]] == ["L1", "LL"] and r["tlb"] == []
+    cg = run_cachegrind(prog, {})
+    assert r["levels"][0]["misses"] > 10000
+    assert rel_diff(r["levels"][0]["misses"], cg["D1"]) < 0.02
+    assert rel_diff(r["levels"][1]["misses"], cg["LL"]) < 0.02
+    assert rel_diff(r["refs"], cg["refs"]) < 0.02
+
+
+@pytestmark_vg
+def test_simulate_cli_callsite_pools(build_dir, tmp_path):
+    prog = [str(paths.workload_binary("treeadd")), "14", "5"]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(paths.REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "s.json"
+    cmd = [sys.executable, "-m", "heaplayout.cli", "simulate", "--policy", "callsite", "--prefetch", "cc-all",
+           "--json", str(out), "--", *prog]
+    r = subprocess.run(cmd, env=env, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    text = r.stdout.decode()
+    assert "L1" in text and "DTLB" in text and "time estimate" in text
+    res = json.loads(out.read_text())
+    lo, hi = res["config"]["pool_range"]
+    assert hi > lo > 0  # the runtime's range was detected
+    pools = [p for p in res["pools"] if p["pool"] >= 0]
+    assert pools and sum(p["misses"][0] for p in pools) > 0
+    assert res["levels"][0]["pf_issued"] > 0  # cc-all fires on misses inside pool chunks
+
+
+@pytestmark_vg
+def test_contexts_and_oracle_on_known_pattern(build_dir, tmp_path):
+    """sim_objects: 20000 hot and 20000 cold 64-byte objects allocated interleaved from two
+    call sites; only the hot ones are walked (10 passes)."""
+    prog = [str(build_dir / "tests" / "simulator" / "sim_objects"), "20000", "10"]
+    out = tmp_path / "o.json"
+    r = run_simulation(prog, SimOptions(oracle=True), json_out=out, stdout=subprocess.PIPE)
+    ctx = {c["where"].split(": ", 1)[-1].split(" ")[0]: c for c in r["contexts"]}
+    hot, cold = ctx["alloc_hot"], ctx["alloc_cold"]
+    assert hot["allocs"] == 20000 and cold["allocs"] == 20000
+    assert hot["bytes"] == 20000 * 64
+    assert "sim_objects.c" in hot["where"]
+    # the walks miss on hot objects only; cold ones miss once per line when touched at the end
+    assert hot["misses"][0] > 5 * cold["misses"][0]
+    assert cold["misses"][0] <= 2 * 20000
+    assert hot["accesses"] == 20000 * (1 + 2 * 10)  # one store at allocation, two loads per pass
+    # the oracle packs the hot objects densely (first touch) away from the cold ones
+    o = r["oracle"]
+    assert o["packed_bytes"] >= 40000 * 64
+    assert o["levels"][0]["misses"] < 0.7 * r["levels"][0]["misses"]
+    assert o["cycles"] < r["cycles"]
+    assert o["metadata_refs_dropped"] > 0  # glibc's chunk headers are not in the oracle's stream
+
+
+@pytestmark_vg
+def test_malloc_is_not_replaced(build_dir):
+    """glibc serves the client under hlsim: consecutive hot objects sit 2 x 80 bytes apart
+    (64-byte requests in 80-byte chunks, interleaved with the cold ones)."""
+    prog = [str(build_dir / "tests" / "simulator" / "sim_objects"), "1000", "1"]
+    r = run_simulation(prog, SimOptions(contexts=True), stdout=subprocess.PIPE)
+    native = subprocess.run(prog, capture_output=True, text=True).stdout
+    assert "spacing 160 " in native
+    assert r["valgrind_exit"] == 0
+    assert "spacing 160 " in r["program_stdout"]  # valgrind's replacement malloc would space them otherwise
+
+
+@pytestmark_vg
+def test_hot_first_oracle_two_runs(build_dir):
+    """treeadd writes each cold annotation right after its tree node: the first-touch oracle
+    keeps them interleaved, the hot-first oracle packs the nodes apart and halves the misses."""
+    from heaplayout.simulate import run_with_oracles
+    prog = [str(paths.workload_binary("treeadd")), "15", "4"]
+    r = run_with_oracles(prog, SimOptions(), stdout=subprocess.DEVNULL)
+    first, hot = r["oracle"], r["oracle_hot"]
+    assert first["layout"] == "dense first-touch" and hot["layout"] == "hot-first"
+    assert len(hot["hot_contexts"]) >= 2
+    assert first["levels"][0]["misses"] <= r["levels"][0]["misses"]
+    assert hot["levels"][0]["misses"] < 0.7 * first["levels"][0]["misses"]
