@@ -83,13 +83,12 @@ typedef struct HpCtx {
    Addr ips[0];
 } HpCtx;
 
-struct HpObj {            /* 112 bytes; the first cache line holds what accesses touch */
+struct HpObj {            /* 104 bytes; the first cache line holds what accesses touch */
    Addr addr;
    SizeT size;
    ULong id;              /* global allocation sequence number, from 1 */
    ULong prev_ctx_seq;    /* id of the previous object from the same context, 0 if none */
    ULong next_ctx_seq;    /* id of the next object from the same context, 0 if none yet */
-   ULong stamp;           /* affinity traversal stamp */
    UInt refs;             /* references: live, affinity queues, ctx->last_obj */
    UInt cid;              /* context id */
    ULong loads;

@@ -13,15 +13,26 @@
  * before it, as in HALO's Figure 5. */
 #include "hp.h"
 
-/* A queue entry carries copies of the object's immutable fields, so that most of the walk
- * reads only the (contiguous) queue. */
-typedef struct { HpObj* o; UInt size; UInt cid; ULong id; ULong prev_ctx_seq; } QEnt;
+/* A queue entry carries copies of the object's fields, so that the walk reads only the
+ * (contiguous) queue. next_ctx_seq is set once, when the context allocates again; the copy
+ * is refreshed from the object only while it is still 0.
+ *
+ * No double counting without per-object stamps: when u is pushed, every older entry of u the
+ * walk reached is marked superseded. A later walk meets the newest entry of an object first
+ * and skips the superseded ones. An older entry the walk did not reach lies beyond distance A
+ * and stays beyond it for every later walk (the distance to it only grows), so it needs no
+ * mark. */
+typedef struct {
+   HpObj* o;
+   UInt size, cid;
+   ULong id, prev_ctx_seq, next_ctx_seq;
+   Bool superseded;
+} QEnt;
 typedef struct { QEnt* e; UInt head, n; } Queue;
 
 static Queue* queues;
 static UInt nqueues;
 static UInt qcap;
-static ULong stamp_ctr;
 static HpCountMap graph;
 ULong hp_affinity_pairs;
 
@@ -35,11 +46,12 @@ void hp_affinity_init(void)
 /* Co-allocatable: no object allocated strictly between u and v comes from u's or v's context.
  * With e the earlier and l the later of the two: l's context allocated nothing after e
  * (l->prev_ctx_seq <= e->id) and e's context nothing before l (e->next_ctx_seq >= l->id). */
-static inline Bool coallocatable(HpObj* u, const QEnt* v)
+static inline Bool coallocatable(HpObj* u, QEnt* v)
 {
    if (v->id < u->id) {
       if (u->prev_ctx_seq > v->id) return False;
-      ULong nx = v->o->next_ctx_seq;
+      if (v->next_ctx_seq == 0) v->next_ctx_seq = v->o->next_ctx_seq;
+      ULong nx = v->next_ctx_seq;
       return nx == 0 || nx >= u->id;
    } else {
       if (v->prev_ctx_seq > u->id) return False;
@@ -67,7 +79,6 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
    if (UNLIKELY(!q->e)) q->e = VG_(calloc)("hp.affq", qcap, sizeof(QEnt));
    if (q->n && q->e[(q->head - 1) & mask].o == u) return;
 
-   ULong st = ++stamp_ctr;
    ULong dist = sz;
    ULong A = hp_opt.affinity_distance;
    UInt x = u->cid, run_y = 0, run_n = 0;   /* consecutive hits on one context, added at once */
@@ -75,10 +86,9 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
       QEnt* e = &q->e[(q->head - k) & mask];
       dist += e->size;
       if (dist > A) break;
-      if (e->o == u || !coallocatable(u, e)) continue;
-      HpObj* v = e->o;
-      if (v->stamp == st) continue;   /* no double counting */
-      v->stamp = st;
+      if (e->superseded) continue;
+      if (e->o == u) { e->superseded = True; continue; }
+      if (!coallocatable(u, e)) continue;
       if (e->cid != run_y && run_n) {
          add_edge(x, run_y, run_n);
          run_n = 0;
@@ -91,11 +101,8 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
       hp_obj_unref(q->e[(q->head - q->n) & mask].o);
       q->n--;
    }
-   q->e[q->head].o = u;
-   q->e[q->head].size = sz;
-   q->e[q->head].cid = u->cid;
-   q->e[q->head].id = u->id;
-   q->e[q->head].prev_ctx_seq = u->prev_ctx_seq;
+   q->e[q->head] = (QEnt){ .o = u, .size = sz, .cid = u->cid, .id = u->id,
+                           .prev_ctx_seq = u->prev_ctx_seq, .next_ctx_seq = u->next_ctx_seq };
    u->refs++;
    q->head = (q->head + 1) & mask;
    q->n++;

@@ -10,22 +10,28 @@ static Addr heap_hi;
 static PoolAlloc* obj_pool;
 
 /* ------------------------------------------------------------------------------------ */
-/* Address map: three levels over 16-byte granules for blocks < BIG_BLOCK; larger blocks  */
-/* live in a sorted array. A block's granules all point at its HpObj.                     */
+/* Address map. Address bits 32..47 pick a Mid, bits 18..31 one of its 256 KiB regions.    */
+/* A region has a leaf of 16-byte granules for blocks < BIG_BLOCK (a block's granules all   */
+/* point at its HpObj) and up to two big blocks overlapping it: a big block is at least a   */
+/* region long, so at most one ends and one starts inside any region. Every lookup, hit or  */
+/* miss, costs two or three dependent loads; addresses in the heap range that belong to no  */
+/* tracked block (a program's own arenas, freed memory) are common and must be cheap too.   */
+/* Big blocks are also kept in an array sorted by address, for free and for the final dump. */
 /* ------------------------------------------------------------------------------------ */
 #define BIG_BLOCK (256 * 1024)
 #define L1_BITS 16   /* address bits 32..47 */
 #define L2_BITS 14   /* address bits 18..31 */
 #define L3_BITS 14   /* address bits 4..17 */
 typedef struct { HpObj* e[1 << L3_BITS]; } Leaf;
-typedef struct { Leaf* e[1 << L2_BITS]; } Mid;
+typedef struct { Leaf* leaf; HpObj* big[2]; } Region;
+typedef struct { Region r[1 << L2_BITS]; } Mid;
 static Mid* l1[1 << L1_BITS];
 
 static HpObj** big;          /* sorted by address */
 static UInt nbig, capbig;
 static Addr big_lo = ~(Addr)0, big_hi;
 
-static inline HpObj** granule_slot(Addr a, Bool create)
+static inline Region* region_of(Addr a, Bool create)
 {
    if (a >> 48) return NULL;
    Mid* m = l1[a >> 32];
@@ -33,12 +39,29 @@ static inline HpObj** granule_slot(Addr a, Bool create)
       if (!create) return NULL;
       m = l1[a >> 32] = VG_(calloc)("hp.map.mid", 1, sizeof(Mid));
    }
-   Leaf* lf = m->e[(a >> 18) & ((1 << L2_BITS) - 1)];
-   if (!lf) {
+   return &m->r[(a >> 18) & ((1 << L2_BITS) - 1)];
+}
+
+static inline HpObj** granule_slot(Addr a, Bool create)
+{
+   Region* r = region_of(a, create);
+   if (!r) return NULL;
+   if (!r->leaf) {
       if (!create) return NULL;
-      lf = m->e[(a >> 18) & ((1 << L2_BITS) - 1)] = VG_(calloc)("hp.map.leaf", 1, sizeof(Leaf));
+      r->leaf = VG_(calloc)("hp.map.leaf", 1, sizeof(Leaf));
    }
-   return &lf->e[(a >> 4) & ((1 << L3_BITS) - 1)];
+   return &r->leaf->e[(a >> 4) & ((1 << L3_BITS) - 1)];
+}
+
+static void regions_set_big(HpObj* o, HpObj* from, HpObj* to)
+{
+   for (Addr g = o->addr >> 18; g <= (o->addr + o->size - 1) >> 18; g++) {
+      Region* r = region_of(g << 18, True);
+      if (!r) continue;
+      if (r->big[0] == from) r->big[0] = to;
+      else if (r->big[1] == from) r->big[1] = to;
+      else tl_assert2(0, "hlprof: more than two big blocks in a region");
+   }
 }
 
 static HpObj* big_find(Addr a)
@@ -60,29 +83,29 @@ static HpObj* last_hit = &no_obj;
 
 HpObj* hp_map_find(Addr a)
 {
-   static Addr last_region = ~(Addr)0;   /* a's 256 KiB region -> its leaf, the last one used */
-   static Leaf* last_leaf;
+   static Addr last_region = ~(Addr)0;   /* the last region looked up, and its entry */
+   static Region* last_r;
    HpObj* o = last_hit;
    if (a - o->addr < o->size) return o;
-   HpObj** s;
+   Region* r;
    if ((a >> 18) == last_region) {
-      s = &last_leaf->e[(a >> 4) & ((1 << L3_BITS) - 1)];
+      r = last_r;
    } else {
-      s = granule_slot(a, False);
-      if (s) {
-         last_region = a >> 18;
-         last_leaf = (Leaf*)(s - ((a >> 4) & ((1 << L3_BITS) - 1)));
+      r = region_of(a, False);
+      if (!r) return NULL;
+      last_region = a >> 18;
+      last_r = r;
+   }
+   if (r->leaf) {
+      o = r->leaf->e[(a >> 4) & ((1 << L3_BITS) - 1)];
+      if (o) {
+         if (a - o->addr < o->size) { last_hit = o; return o; }
+         return NULL;
       }
    }
-   if (s && *s) {
-      o = *s;
-      if (a - o->addr < o->size) { last_hit = o; return o; }
-      return NULL;
-   }
-   if (nbig) {
-      o = big_find(a);
-      if (o) last_hit = o;
-      return o;
+   for (Int i = 0; i < 2; i++) {
+      o = r->big[i];
+      if (o && a - o->addr < o->size) { last_hit = o; return o; }
    }
    return NULL;
 }
@@ -114,6 +137,7 @@ static void map_insert(HpObj* o)
       nbig++;
       big_lo = big[0]->addr;
       if (a + sz > big_hi) big_hi = a + sz;
+      regions_set_big(o, NULL, o);
    } else {
       for (Addr g = a & ~(Addr)15; g < a + sz; g += 16) {
          HpObj** s = granule_slot(g, True);
@@ -136,6 +160,7 @@ static void map_remove(HpObj* o)
          if (big[i] == o) {
             for (UInt j = i; j + 1 < nbig; j++) big[j] = big[j + 1];
             nbig--;
+            regions_set_big(o, o, NULL);
             break;
          }
       }
@@ -395,7 +420,7 @@ void hp_alloc_fini(void)
       Mid* m = l1[i1];
       if (!m) continue;
       for (UWord i2 = 0; i2 < (1 << L2_BITS); i2++) {
-         Leaf* lf = m->e[i2];
+         Leaf* lf = m->r[i2].leaf;
          if (!lf) continue;
          Addr base = (i1 << 32) | (i2 << 18);
          for (UWord i3 = 0; i3 < (1 << L3_BITS); i3++) {

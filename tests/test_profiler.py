@@ -285,3 +285,74 @@ def test_recursion_reduced(tmp_path: Path, progs: Path) -> None:
     p = read_profile(out)
     shapes = sorted((frame_names(p, c), c.objects) for c in p.contexts.values())
     assert shapes == [(["new_node", "build", "build", "main"], 60), (["new_node", "build", "main"], 1)]
+
+
+class _Lcg:
+    """The LCG of tests/profiler/hp_affinity_model.c."""
+
+    def __init__(self) -> None:
+        self.x = 12345
+
+    def next(self, n: int) -> int:
+        self.x = (self.x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+        return (self.x >> 33) % n
+
+
+def affinity_reference(sites: list[int], accesses: list[tuple[int, int]], distance: int) -> dict:
+    """HALO's affinity rules written plainly (a list for the queue, a set per walk) for objects
+    allocated in order with the given site ids, accessed as (object, bytes)."""
+
+    def coallocatable(u: int, v: int) -> bool:
+        lo, hi = min(u, v), max(u, v)
+        return all(sites[k] not in (sites[u], sites[v]) for k in range(lo + 1, hi))
+
+    queue: list[tuple[int, int]] = []
+    graph: dict = {}
+    for u, size in accesses:
+        if queue and queue[-1][0] == u:
+            continue
+        seen: set[int] = set()
+        dist = size
+        for v, vsize in reversed(queue):
+            dist += vsize
+            if dist > distance:
+                break
+            if v == u or v in seen or not coallocatable(u, v):
+                continue
+            seen.add(v)
+            key = (min(sites[u], sites[v]), max(sites[u], sites[v]))
+            graph[key] = graph.get(key, 0) + 1
+        queue.append((u, size))
+    return graph
+
+
+@pytest.mark.parametrize("distance", [32, 128])
+def test_affinity_matches_reference_model(tmp_path: Path, progs: Path, distance: int) -> None:
+    m, k, t, obj = 64, 4, 20000, 32   # as in hp_affinity_model.c
+    rng = _Lcg()
+    sites = [rng.next(k) for _ in range(m)]
+    accesses = []
+    for _ in range(t):
+        o = rng.next(6) if rng.next(2) else rng.next(m)
+        size = 1 << rng.next(4)
+        rng.next(obj // size)   # offset
+        rng.next(2)             # load or store
+        accesses.append((o, size))
+    expected = affinity_reference(sites, accesses, distance)
+
+    r, out = profile(tmp_path, [str(progs / "hp_affinity_model")], "--affinity-distance", str(distance))
+    assert r.returncode == 0, r.stderr.decode()
+    p = read_profile(out)
+    ctx_of_site = {}
+    for c in p.contexts.values():
+        names = frame_names(p, c)
+        if names and names[0] and names[0].startswith("alloc") and names[0][5:].isdigit():
+            ctx_of_site[c.id] = int(names[0][5:])
+    assert sorted(ctx_of_site.values()) == sorted(set(sites))
+    got = {}
+    for (x, y), w in p.affinity.items():
+        if x in ctx_of_site and y in ctx_of_site:
+            a, b = ctx_of_site[x], ctx_of_site[y]
+            got[(min(a, b), max(a, b))] = w
+    assert got == expected
+    assert sum(p.affinity.values()) == sum(expected.values())   # nothing else on the heap
