@@ -39,7 +39,7 @@ MODEL_OPTIONS = {
     "dtlb": "--dtlb", "stlb": "--stlb", "tlb_levels": "--tlb-levels", "page_size": "--page-size",
     "prefetch": "--prefetch", "pf_level": "--pf-level", "pf_degree": "--pf-degree",
     "stride_entries": "--stride-entries", "stride_conf": "--stride-conf", "cc_block": "--cc-block",
-    "pool_range": "--pool-range",
+    "pool_range": "--pool-range", "instr_cost": "--instr-cost",
 }
 PREFETCHERS = ("none", "nextline", "tagged", "stride", "cc-one", "cc-all")
 
@@ -212,16 +212,17 @@ def format_result(r: dict) -> str:
         lines.append(f"{t['name']:<6} {t['accesses']:>14,} {t['misses']:>12,} {miss_rate(t['misses'], t['accesses']):>9}")
     lines.append(f"references {r['refs']:,} ({r['loads']:,} loads, {r['stores']:,} stores); "
                  f"demand hits on prefetched lines {r['covered']:,}")
-    lines.append(f"time estimate {r['cycles']:,} cycles ({r['tlb_cycles']:,} of them TLB), "
-                 f"{r['cycles'] / max(1, r['line_accesses']):.2f} cycles per access")
+    lines.append(f"time estimate {r['estimate']:,} cycles: {r['cycles']:,} for data accesses "
+                 f"({r['tlb_cycles']:,} of them TLB, {r['cycles'] / max(1, r['line_accesses']):.2f} per access) "
+                 f"+ {r['instructions']:,} instructions x {r['instr_cost'] / 100:.2f}")
     for key in ("oracle", "oracle_hot"):
         o = r.get(key)
         if not o:
             continue
         ms = ", ".join(f"{lv['name']} {lv['misses']:,}" for lv in o["levels"])
         tl = f", DTLB {o['tlb'][0]['misses']:,}" if o["tlb"] else ""
-        lines.append(f"oracle ({o['layout']}): misses {ms}{tl}; time estimate {o['cycles']:,} cycles "
-                     f"(this layout: {r['cycles'] / max(1, o['cycles']):.3f}x the oracle)")
+        lines.append(f"oracle ({o['layout']}): misses {ms}{tl}; time estimate {o['estimate']:,} cycles "
+                     f"(this layout: {r['estimate'] / max(1, o['estimate']):.3f}x the oracle)")
     pools = [p for p in r.get("pools", []) if p["pool"] >= 0 or p["pool"] == -2]
     if pools:
         names = [lv["name"] for lv in r["levels"]]

@@ -154,12 +154,21 @@ def suite_programs(input_name: str, only: set[str] | None) -> list[Program]:
     return progs
 
 
+def median_run(runs: list[Run]) -> Run:
+    """Median of each field separately (runs are few; medians resist one disturbed round)."""
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    return Run(wall=med([r.wall for r in runs]), cpu=med([r.cpu for r in runs]),
+               maxrss_kb=med([r.maxrss_kb for r in runs]), status=runs[0].status)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--input", choices=("small", "ref"), default="small", help="workload input (default small)")
     ap.add_argument("--workloads", help="comma-separated workload names (default: all)")
     ap.add_argument("--no-suite", action="store_true", help="skip the workload suite")
     ap.add_argument("--no-real", action="store_true", help="skip the distribution programs")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="interleaved rounds of native / none / hlprof per program; medians are shown (default 3)")
     args = ap.parse_args()
 
     lib = paths.build_dir() / "profiler" / "lib"
@@ -173,7 +182,7 @@ def main() -> int:
     if not args.no_real:
         progs += real_programs(tmp)
 
-    hdr = (f"{'program':44} {'native s':>9} {'none x':>7} {'hlprof s':>9} {'x cpu':>6} {'x wall':>6} "
+    hdr = (f"{'program':44} {'native s':>9} {'none x':>7} {'hlprof s':>9} {'x cpu':>6} {'range':>11} {'x wall':>6} "
            f"{'RSS MB':>7} {'prof RSS':>8} {'prof MB':>7} {'objects':>9} {'ctx':>5} {'heap acc':>11}")
     print(hdr)
     print("-" * len(hdr))
@@ -184,25 +193,33 @@ def main() -> int:
                 prog.setup()
             return measure(argv, env, prog.stdin)
 
-        native = run(prog.argv, prog.env)
         none_env = dict(prog.env)
         none_env.pop("VALGRIND_LIB", None)
-        none = run(["valgrind", "-q", "--tool=none", *prog.argv], none_env)
         out = tmp / "p.prof"
         prof_env = dict(prog.env, VALGRIND_LIB=str(lib))
-        prof = run(["valgrind", "-q", "--tool=hlprof", f"--out-file={out}", *prog.argv], prof_env)
+        rounds: list[tuple[Run, Run, Run]] = []
+        for _ in range(max(1, args.repeat)):   # interleaved, so that load changes hit all three alike
+            rounds.append((run(prog.argv, prog.env),
+                           run(["valgrind", "-q", "--tool=none", *prog.argv], none_env),
+                           run(["valgrind", "-q", "--tool=hlprof", f"--out-file={out}", *prog.argv], prof_env)))
+        native = median_run([r[0] for r in rounds])
+        none = median_run([r[1] for r in rounds])
+        prof = median_run([r[2] for r in rounds])
         p = read_profile(out, with_objects=False, with_stream=False)
         size_mb = out.stat().st_size / 1e6
         nat_cpu = max(native.cpu, 1e-3)
         x_cpu = prof.cpu / nat_cpu
         x_wall = prof.wall / max(native.wall, 1e-3)
+        per_round = sorted(r[2].cpu / max(r[0].cpu, 1e-3) for r in rounds)
         ratios.append((prog.name, x_cpu, x_wall))
         print(f"{prog.name[:44]:44} {native.wall:9.2f} {none.cpu / nat_cpu:7.1f} {prof.wall:9.2f} {x_cpu:6.1f} "
+              f"{per_round[0]:5.1f}-{per_round[-1]:<5.1f} "
               f"{x_wall:6.1f} {native.maxrss_kb / 1024:7.1f} {prof.maxrss_kb / 1024:8.1f} {size_mb:7.1f} "
               f"{p.summary.get('objects', 0):9d} {len(p.contexts):5d} {p.summary.get('heap_accesses', 0):11d}",
               flush=True)
     print()
     print("x cpu = (user+sys under hlprof) / (user+sys native); none x = the same for valgrind --tool=none;")
+    print(f"times are medians of {max(1, args.repeat)} interleaved rounds; range = lowest-highest x cpu of a round;")
     print("RSS = peak resident set of the program natively / under hlprof; prof MB = profile file size.")
     shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -1,6 +1,9 @@
 /* Instrumentation: every guest load and store calls a helper, guarded inline by a range
  * check against [hp_heap_lo, hp_heap_lo + hp_heap_span) so that stack and global accesses
- * cost no call. The helper maps the address to its live object, counts the access, and
+ * cost no call. Accesses whose address is the stack pointer plus a constant (push, pop,
+ * call, ret, spills: a large share of all accesses) are not instrumented at all, which also
+ * keeps translations small; a stack placed in a heap block is thereby not counted as heap
+ * accesses, which is what the affinity analysis wants anyway. The helper maps the address to its live object, counts the access, and
  * feeds the affinity queue, the reference stream and the pointer-edge counter. */
 #include "hp.h"
 
@@ -97,6 +100,11 @@ static void add_event(Instr* in, Int kind, IRExpr* addr, IRExpr* arg, IRExpr* gu
    addStmtToIRSB(in->sb, IRStmt_Dirty(di));
 }
 
+static inline Bool on_stack(const Bool* sp_based, IRExpr* addr)
+{
+   return addr->tag == Iex_RdTmp && sp_based[addr->Iex.RdTmp.tmp];
+}
+
 IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout* layout,
                     const VexGuestExtents* vge, const VexArchInfo* archinfo_host,
                     IRType gWordTy, IRType hWordTy)
@@ -104,6 +112,11 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
    if (gWordTy != hWordTy) VG_(tool_panic)("host/guest word size mismatch");
    Instr in;
    in.sb = deepCopyIRSBExceptStmts(bbIn);
+   /* temps holding SP + constant (the IR is flat: an address is a temp or a constant) */
+   Int ntemps = bbIn->tyenv->types_used;
+   Bool sp_small[256];
+   Bool* sp_based = ntemps <= 256 ? sp_small : VG_(malloc)("hp.spbased", ntemps);
+   VG_(memset)(sp_based, 0, ntemps);
    in.lo = in.span = IRTemp_INVALID;
    Int i = 0;
    while (i < bbIn->stmts_used && bbIn->stmts[i]->tag != Ist_IMark) {
@@ -116,12 +129,19 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
       switch (st->tag) {
       case Ist_WrTmp: {
          IRExpr* data = st->Ist.WrTmp.data;
-         if (data->tag == Iex_Load)
+         if (data->tag == Iex_Get && data->Iex.Get.offset == layout->offset_SP && data->Iex.Get.ty == Ity_I64)
+            sp_based[st->Ist.WrTmp.tmp] = True;
+         else if (data->tag == Iex_Binop && (data->Iex.Binop.op == Iop_Add64 || data->Iex.Binop.op == Iop_Sub64)
+                  && data->Iex.Binop.arg1->tag == Iex_RdTmp && sp_based[data->Iex.Binop.arg1->Iex.RdTmp.tmp]
+                  && data->Iex.Binop.arg2->tag == Iex_Const)
+            sp_based[st->Ist.WrTmp.tmp] = True;
+         else if (data->tag == Iex_Load && !on_stack(sp_based, data->Iex.Load.addr))
             add_event(&in, 0, data->Iex.Load.addr,
                       mkIRExpr_HWord(sizeofIRType(data->Iex.Load.ty)), NULL);
          break;
       }
       case Ist_Store: {
+         if (on_stack(sp_based, st->Ist.Store.addr)) break;
          IRExpr* data = st->Ist.Store.data;
          IRType ty = typeOfIRExpr(bbIn->tyenv, data);
          if (ty == Ity_I64)
@@ -169,5 +189,6 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
       }
       addStmtToIRSB(in.sb, st);
    }
+   if (sp_based != sp_small) VG_(free)(sp_based);
    return in.sb;
 }

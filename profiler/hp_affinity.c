@@ -17,16 +17,18 @@
  * (contiguous) queue. next_ctx_seq is set once, when the context allocates again; the copy
  * is refreshed from the object only while it is still 0.
  *
- * No double counting without per-object stamps: when u is pushed, every older entry of u the
- * walk reached is marked superseded. A later walk meets the newest entry of an object first
- * and skips the superseded ones. An older entry the walk did not reach lies beyond distance A
- * and stays beyond it for every later walk (the distance to it only grows), so it needs no
- * mark. */
+ * Each object has at most one entry within reach. When u is pushed and the walk met an older
+ * entry of u, that entry is taken out and its bytes are kept as a gap of its newer neighbour
+ * (gap: bytes of removed entries between an entry and the next older one), so every
+ * distance stays what it was. An older entry of u that the walk did not reach lies beyond A
+ * and stays beyond it for every later walk (the distance to it only grows). This gives "no
+ * double counting" without per-object marks, and keeps walks short when a few objects are
+ * accessed in turn (the A B A B ... of a byte-wise compare). */
 typedef struct {
    HpObj* o;
    UInt size, cid;
    ULong id, prev_ctx_seq, next_ctx_seq;
-   Bool superseded;
+   UInt gap;
 } QEnt;
 typedef struct { QEnt* e; UInt head, n; } Queue;
 
@@ -82,27 +84,42 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
    ULong dist = sz;
    ULong A = hp_opt.affinity_distance;
    UInt x = u->cid, run_y = 0, run_n = 0;   /* consecutive hits on one context, added at once */
+   UInt k_u = 0;                            /* position of u's older entry, if reached */
    for (UInt k = 1; k <= q->n; k++) {
       QEnt* e = &q->e[(q->head - k) & mask];
       dist += e->size;
       if (dist > A) break;
-      if (e->superseded) continue;
-      if (e->o == u) { e->superseded = True; continue; }
-      if (!coallocatable(u, e)) continue;
-      if (e->cid != run_y && run_n) {
-         add_edge(x, run_y, run_n);
-         run_n = 0;
+      if (e->o == u) {
+         k_u = k;
+      } else if (coallocatable(u, e)) {
+         if (e->cid != run_y && run_n) {
+            add_edge(x, run_y, run_n);
+            run_n = 0;
+         }
+         run_y = e->cid;
+         run_n++;
       }
-      run_y = e->cid;
-      run_n++;
+      dist += e->gap;
    }
    if (run_n) add_edge(x, run_y, run_n);
+   QEnt ent = { .o = u, .size = sz, .cid = u->cid, .id = u->id, .prev_ctx_seq = u->prev_ctx_seq,
+                .next_ctx_seq = u->next_ctx_seq, .gap = 0 };
+   if (k_u) {
+      /* k_u >= 2: position 1 is not u (deduplication above). Positions 1..k_u-1 move one
+       * older, the old entry's bytes join the gap of its newer neighbour, u becomes newest;
+       * u keeps the reference its old entry held. */
+      QEnt* old = &q->e[(q->head - k_u) & mask];
+      ULong moved = (ULong)old->size + old->gap + q->e[(q->head - k_u + 1) & mask].gap;
+      for (UInt j = k_u; j >= 2; j--) q->e[(q->head - j) & mask] = q->e[(q->head - j + 1) & mask];
+      q->e[(q->head - k_u) & mask].gap = moved > 0x7fffffffULL ? 0x7fffffffU : (UInt)moved;
+      q->e[(q->head - 1) & mask] = ent;
+      return;
+   }
    if (q->n == qcap) {
       hp_obj_unref(q->e[(q->head - q->n) & mask].o);
       q->n--;
    }
-   q->e[q->head] = (QEnt){ .o = u, .size = sz, .cid = u->cid, .id = u->id,
-                           .prev_ctx_seq = u->prev_ctx_seq, .next_ctx_seq = u->next_ctx_seq };
+   q->e[q->head] = ent;
    u->refs++;
    q->head = (q->head + 1) & mask;
    q->n++;
