@@ -61,10 +61,25 @@ static inline Bool coallocatable(HpObj* u, QEnt* v)
    }
 }
 
+/* Edge counts pass through a small direct-mapped cache of pending counts (64 KiB, stays in
+ * L2) before the graph table, which for thousands of contexts is megabytes: the same few
+ * edges recur in a loop, and each table update would be a cache miss. */
+#define ECACHE_BITS 12
+typedef struct { ULong key, n; } EdgeCacheEnt;   /* n == 0: empty */
+static EdgeCacheEnt ecache[1 << ECACHE_BITS];
+
 static inline void add_edge(UInt x, UInt y, UInt n)
 {
    if (x > y) { UInt t = x; x = y; y = t; }
-   hp_cm_add(&graph, ((ULong)x << 32) | y, 0, n);
+   ULong key = ((ULong)x << 32) | y;
+   EdgeCacheEnt* c = &ecache[(key * 0x9E3779B97F4A7C15ULL) >> (64 - ECACHE_BITS)];
+   if (LIKELY(c->key == key && c->n)) {
+      c->n += n;
+   } else {
+      if (c->n) hp_cm_add(&graph, c->key, 0, c->n);
+      c->key = key;
+      c->n = n;
+   }
    hp_affinity_pairs += n;
 }
 
@@ -138,6 +153,8 @@ void hp_affinity_thread_exit(ThreadId tid)
 
 void hp_affinity_fini(void)
 {
+   for (UInt i = 0; i < (1 << ECACHE_BITS); i++)
+      if (ecache[i].n) hp_cm_add(&graph, ecache[i].key, 0, ecache[i].n);
    for (ULong i = 0; i <= graph.mask; i++) {
       HpCount* c = &graph.tab[i];
       if (c->n) hp_out_printf("A %llu %llu %llu\n", c->k1 >> 32, c->k1 & 0xffffffffULL, c->n);

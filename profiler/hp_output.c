@@ -114,7 +114,7 @@ void hp_cm_add_slow(HpCountMap* m, ULong k1, ULong k2, ULong n)
       if (c->k1 == k1 && c->k2 == k2) { c->n += n; return; }
       i = (i + 1) & m->mask;
    }
-   if ((m->used + 1) * 4 > (m->mask + 1) * 3) {
+   if ((m->used + 1) * 2 > m->mask + 1) {   /* at most half full: linear probes stay short */
       HpCount* old = m->tab;
       ULong oldcap = m->mask + 1;
       hp_cm_init(m, oldcap * 2);

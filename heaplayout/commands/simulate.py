@@ -108,6 +108,12 @@ def simulate_command(args: argparse.Namespace) -> int:
                 with open(args.json, "w") as f:
                     json.dump(rows, f, indent=1)
             return 0
+        if opts.tracks_objects() and opts.policy in ("callsite", "plan"):
+            print(f"heaplayout simulate: warning: --contexts/--oracle wrap the malloc family, so under policy "
+                  f"{opts.policy} every allocation's return address is inside the wrapper and the runtime cannot "
+                  "tell sites apart; this layout is not the one a native run gets. Simulate the layout without "
+                  "--contexts/--oracle and take the oracle from a run of the allocator alone "
+                  "(as simulator/oracle_share.py does).", file=sys.stderr)
         sys.stdout.flush()
         if args.oracle:
             result = run_with_oracles(args.program, opts, hot_first=args.oracle == "hot-first",
