@@ -39,7 +39,7 @@ MODEL_OPTIONS = {
     "dtlb": "--dtlb", "stlb": "--stlb", "tlb_levels": "--tlb-levels", "page_size": "--page-size",
     "prefetch": "--prefetch", "pf_level": "--pf-level", "pf_degree": "--pf-degree",
     "stride_entries": "--stride-entries", "stride_conf": "--stride-conf", "cc_block": "--cc-block",
-    "pool_range": "--pool-range", "instr_cost": "--instr-cost",
+    "pool_range": "--pool-range", "instr_cost": "--instr-cost", "exposed": "--exposed", "fault_cost": "--fault-cost",
 }
 PREFETCHERS = ("none", "nextline", "tagged", "stride", "cc-one", "cc-all")
 
@@ -212,9 +212,11 @@ def format_result(r: dict) -> str:
         lines.append(f"{t['name']:<6} {t['accesses']:>14,} {t['misses']:>12,} {miss_rate(t['misses'], t['accesses']):>9}")
     lines.append(f"references {r['refs']:,} ({r['loads']:,} loads, {r['stores']:,} stores); "
                  f"demand hits on prefetched lines {r['covered']:,}")
-    lines.append(f"time estimate {r['estimate']:,} cycles: {r['cycles']:,} for data accesses "
-                 f"({r['tlb_cycles']:,} of them TLB, {r['cycles'] / max(1, r['line_accesses']):.2f} per access) "
-                 f"+ {r['instructions']:,} instructions x {r['instr_cost'] / 100:.2f}")
+    access = r["cycles"] - r.get("fault_cycles", 0)
+    lines.append(f"time estimate {r['estimate']:,} cycles = data-access latency {access:,} "
+                 f"({r['tlb_cycles']:,} of it TLB, {access / max(1, r['line_accesses']):.2f} per access) "
+                 f"x {r['exposed'] / 1000:.3f} exposed + {r.get('page_faults', 0):,} page faults "
+                 f"({r.get('fault_cycles', 0):,}) + {r['instructions']:,} instructions x {r['instr_cost'] / 100:.2f}")
     for key in ("oracle", "oracle_hot"):
         o = r.get(key)
         if not o:

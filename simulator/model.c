@@ -27,7 +27,11 @@ struct hs_model {
   hs_bucket_stats *buckets[HS_MAX_DIMS];
   hs_u64 l1_line, l1_mask;
   hs_u64 last_line; /* L1 line of the last demand access, known MRU in L1 (and its page in the DTLB) */
+  unsigned char **touched; /* pages touched since mapped: [page >> TOUCH_BITS] -> bitmap, or NULL */
 };
+
+#define TOUCH_BITS 20  /* pages per bitmap (128 KiB of bits) */
+#define TOUCH_TOP 16   /* bitmaps: 2^(16+20) pages of 4 KiB = the 48-bit address space */
 
 /* ------------------------------------------------------------------------ small helpers */
 
@@ -53,6 +57,7 @@ void hs_default_config(hs_config *c) {
   c->ntlb = 2;
   c->tlb[0] = (hs_tlb_cfg){64, 4, 7};                   /* DTLB miss that hits the STLB: 7 cycles */
   c->tlb[1] = (hs_tlb_cfg){1536, 12, 30};               /* STLB miss: page walk, 30 cycles */
+  c->fault_cost = 5000; /* first touch of a page: ~2 us on these VMs (benchmarks/page_fault_cost.c) */
   c->page_shift = 12;
   c->prefetcher = HS_PF_NONE;
   c->pf_level = 0;
@@ -122,6 +127,11 @@ hs_model *hs_new(const hs_config *cfg) {
   m->lat[cfg->nlevels] = cfg->mem_latency;
   for (unsigned i = 0; i < cfg->ntlb; i++)
     if (!array_init(m, &m->tlb[i], cfg->tlb[i].entries, cfg->tlb[i].ways, cfg->page_shift)) return 0;
+  if (cfg->fault_cost && cfg->ntlb) {
+    m->touched = (unsigned char **)cfg->alloc(cfg->ctx, sizeof(unsigned char *) << TOUCH_TOP);
+    if (!m->touched) return 0;
+    zero(m->touched, sizeof(unsigned char *) << TOUCH_TOP);
+  }
   if (cfg->prefetcher == HS_PF_STRIDE) {
     m->stride = (hs_stride_ent *)cfg->alloc(cfg->ctx, cfg->stride_entries * sizeof(hs_stride_ent));
     if (!m->stride) return 0;
@@ -224,6 +234,42 @@ static void prefetch(hs_model *m, hs_u64 addr) {
   }
 }
 
+/* A page's first touch since it was mapped: the kernel's page fault (zero-fill), which the
+ * footprint of a layout decides. Only pages that missed every TLB level can be new. */
+static void first_touch(hs_model *m, hs_u64 page) {
+  hs_u64 top = page >> TOUCH_BITS;
+  if (top >= ((hs_u64)1 << TOUCH_TOP)) return;
+  unsigned char *b = m->touched[top];
+  if (!b) {
+    b = (unsigned char *)m->cfg.alloc(m->cfg.ctx, (hs_u64)1 << (TOUCH_BITS - 3));
+    if (!b) return;
+    zero(b, (hs_u64)1 << (TOUCH_BITS - 3));
+    m->touched[top] = b;
+  }
+  hs_u64 bit = page & (((hs_u64)1 << TOUCH_BITS) - 1);
+  if (b[bit >> 3] & (1u << (bit & 7))) return;
+  b[bit >> 3] |= (unsigned char)(1u << (bit & 7));
+  m->st.faults++;
+  m->st.fault_cycles += m->cfg.fault_cost;
+  m->st.cycles += m->cfg.fault_cost;
+}
+
+void hs_unmap(hs_model *m, hs_u64 lo, hs_u64 hi) {
+  if (!m->touched || hi <= lo) return;
+  hs_u64 p = lo >> m->cfg.page_shift, end = ((hi - 1) >> m->cfg.page_shift) + 1;
+  while (p < end) {
+    hs_u64 top = p >> TOUCH_BITS;
+    if (top >= ((hs_u64)1 << TOUCH_TOP)) return;
+    hs_u64 next = (top + 1) << TOUCH_BITS;
+    unsigned char *b = m->touched[top];
+    if (!b) { p = next; continue; }
+    for (; p < end && p < next; p++) {
+      hs_u64 bit = p & (((hs_u64)1 << TOUCH_BITS) - 1);
+      b[bit >> 3] &= (unsigned char)~(1u << (bit & 7));
+    }
+  }
+}
+
 static void tlb_access(hs_model *m, hs_u64 addr) {
   hs_u64 page = addr >> m->cfg.page_shift;
   for (unsigned i = 0; i < m->cfg.ntlb; i++) {
@@ -240,6 +286,7 @@ static void tlb_access(hs_model *m, hs_u64 addr) {
       CHARGE(c, tlb_misses[i]);
     }
   }
+  if (m->touched) first_touch(m, page);
 }
 
 /* One demand access to the L1 line holding `a`. */

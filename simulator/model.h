@@ -55,6 +55,9 @@ typedef struct {
   unsigned ntlb;                     /* 0..2 TLB levels */
   hs_tlb_cfg tlb[HS_MAX_TLB];
   unsigned page_shift;               /* 12 = 4 KiB pages, 21 = 2 MiB */
+  unsigned fault_cost;               /* cycles for the first touch of a page since it was mapped
+                                        (a page fault), checked on a miss in the last TLB level;
+                                        0, or no TLB, = not modelled */
   int prefetcher;                    /* enum hs_prefetcher */
   unsigned pf_level;                 /* level index the prefetches fill (0 = L1) */
   unsigned pf_degree;                /* lines per trigger (nextline, tagged, stride) */
@@ -98,6 +101,7 @@ typedef struct {
   hs_u64 tlb_accesses[HS_MAX_TLB];
   hs_u64 tlb_misses[HS_MAX_TLB];
   hs_u64 tlb_cycles;
+  hs_u64 faults, fault_cycles; /* first touches of pages (part of cycles) */
 } hs_stats;
 
 typedef struct hs_model hs_model;
@@ -112,6 +116,8 @@ hs_model *hs_new(const hs_config *cfg);
 void hs_access(hs_model *m, hs_u64 addr, unsigned size, int is_store, hs_u64 pc);
 /* Set the heaplayout pool range (for the cc prefetchers) once it is known. */
 void hs_set_pool_range(hs_model *m, hs_u64 lo, hs_u64 hi);
+/* [lo, hi) was unmapped (munmap, madvise DONTNEED, brk shrinking): its pages fault again. */
+void hs_unmap(hs_model *m, hs_u64 lo, hs_u64 hi);
 /* End of run: unused prefetched lines still cached are counted as useless. */
 void hs_finish(hs_model *m);
 const hs_stats *hs_get_stats(const hs_model *m);

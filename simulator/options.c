@@ -117,6 +117,11 @@ int hs_options_parse(hs_options *o, const char *arg) {
     c->mem_latency = (unsigned)l[3];
     return 1;
   }
+  if ((v = val(arg, "--fault-cost="))) {
+    if (one(v, 0, 10000000, &x) < 0) return -1;
+    c->fault_cost = (unsigned)x;
+    return 1;
+  }
   if ((v = val(arg, "--dtlb="))) return tlb_opt(v, &o->dtlb);
   if ((v = val(arg, "--stlb="))) return tlb_opt(v, &o->stlb);
   if ((v = val(arg, "--tlb-levels="))) {

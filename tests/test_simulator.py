@@ -149,6 +149,22 @@ def test_tlb_page_walks(model_test):
     assert r["tlb"][0]["misses"] == 4  # 8 MiB from a 2 MiB-aligned base: 4 huge pages
 
 
+def test_first_touch_page_faults(model_test):
+    # 2048 pages, three rounds: each page faults once (the later rounds miss the STLB too)
+    r = sim(model_test, walk(BASE, 2048, 4096) * 3, "--fault-cost=1000")
+    assert r["page_faults"] == 2048 and r["fault_cycles"] == 2048 * 1000
+    # unmapping the first 100 pages makes exactly those fault again
+    r = sim(model_test, walk(BASE, 2048, 4096) + f"U {BASE:x} {BASE + 100 * 4096:x}\n" + walk(BASE, 2048, 4096),
+            "--fault-cost=1000")
+    assert r["page_faults"] == 2048 + 100
+    # the cost is part of the cycles; 0 turns the model off
+    off = sim(model_test, walk(BASE, 2048, 4096) * 3, "--fault-cost=0")
+    on = sim(model_test, walk(BASE, 2048, 4096) * 3, "--fault-cost=1000")
+    assert off["page_faults"] == 0 and on["cycles"] - off["cycles"] == 2048 * 1000
+    # without a TLB model, faults are not modelled (they are found on last-level TLB misses)
+    assert sim(model_test, walk(BASE, 2048, 4096), "--tlb=no")["page_faults"] == 0
+
+
 # ----------------------------------------------------------------------------- prefetchers
 
 

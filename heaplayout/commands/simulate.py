@@ -46,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--lat", metavar="L1,L2,LL,MEM", help="hit latencies in cycles (default 5,15,50,250)")
     g.add_argument("--instr-cost", metavar="CENTICYCLES",
                    help="cost of one instruction in the time estimate, in 1/100 cycle (default 25)")
+    g.add_argument("--exposed", metavar="PERMILLE",
+                   help="share of the data-access latency sum counted in the time estimate, per mille")
+    g.add_argument("--fault-cost", metavar="CYCLES", help="cycles for a page's first touch (default 5000)")
     g.add_argument("--dtlb", metavar="E,W,P", help="DTLB entries,ways,miss penalty (default 64,4,7)")
     g.add_argument("--stlb", metavar="E,W,P", help="STLB entries,ways,miss penalty (default 1536,12,30)")
     g.add_argument("--tlb-levels", choices=("0", "1", "2"), help="TLB levels modelled (default 2)")
@@ -76,7 +79,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 MODEL_KEYS = ("L1", "L2", "LL", "levels", "line", "lat", "dtlb", "stlb", "tlb_levels", "page_size", "prefetch",
-              "pf_level", "pf_degree", "stride_entries", "stride_conf", "pool_range", "instr_cost")
+              "pf_level", "pf_degree", "stride_entries", "stride_conf", "pool_range", "instr_cost", "exposed", "fault_cost")
 
 
 def options_from_args(args: argparse.Namespace) -> SimOptions:

@@ -3,7 +3,8 @@
  *
  * Trace lines: "R ADDR SIZE [PC]" or "W ADDR SIZE [PC]" (ADDR and PC in hex, SIZE decimal);
  * or a generator "S START COUNT STEP SIZE [PC]" (COUNT reads at START + i*STEP, hex START,
- * decimal rest; STEP may be negative), which keeps long patterns out of the pipe. */
+ * decimal rest; STEP may be negative), which keeps long patterns out of the pipe; or
+ * "U LO HI" (hex): [LO, HI) was unmapped. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,12 @@ int main(int argc, char **argv) {
       for (unsigned long long i = 0; i < count; i++) hs_access(m, a + (unsigned long long)(step * (long long)i), size, 0, pc);
       continue;
     }
+    if (line[0] == 'U') {
+      unsigned long long hi;
+      if (sscanf(line, "U %llx %llx", &a, &hi) != 2) goto bad;
+      hs_unmap(m, a, hi);
+      continue;
+    }
     if (line[0] == '\n' || line[0] == '#') continue;
     if (sscanf(line, "%c %llx %u %llx", &kind, &a, &size, &pc) < 3 || (kind != 'R' && kind != 'W')) goto bad;
     hs_access(m, a, size, kind == 'W', pc);
@@ -59,8 +66,9 @@ int main(int argc, char **argv) {
   }
   hs_finish(m);
   const hs_stats *s = hs_get_stats(m);
-  printf("{\"refs\": %llu, \"loads\": %llu, \"stores\": %llu, \"line_accesses\": %llu, \"covered\": %llu, \"cycles\": %llu,\n",
-         s->refs, s->loads, s->stores, s->line_accesses, s->covered, s->cycles);
+  printf("{\"refs\": %llu, \"loads\": %llu, \"stores\": %llu, \"line_accesses\": %llu, \"covered\": %llu, \"cycles\": %llu,\n"
+         " \"page_faults\": %llu, \"fault_cycles\": %llu,\n",
+         s->refs, s->loads, s->stores, s->line_accesses, s->covered, s->cycles, s->faults, s->fault_cycles);
   printf(" \"levels\": [");
   for (unsigned i = 0; i < o.cfg.nlevels; i++) {
     const hs_level_stats *l = &s->level[i];
