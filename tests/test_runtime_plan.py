@@ -98,6 +98,32 @@ def test_without_the_second_frame_every_node_is_grouped(build_dir, tmp_path):
     assert r.returncode == 1 and "grouped 0 of 100" in r.stdout.decode()
 
 
+def chain_selects(binary: Path, third: bool = True) -> list[str]:
+    leaf = return_addresses(binary, "alloc_leaf", "malloc")[0]
+    mid = return_addresses(binary, "mid", "alloc_leaf")[0]
+    via_p = return_addresses(binary, "via_p", "mid")[0]
+    rec = return_addresses(binary, "rec", "mid")[0]
+    if not third:
+        return [f"select 1 0:{leaf:x} 0:{mid:x}"]
+    return [f"select 1 0:{leaf:x} 0:{mid:x} 0:{via_p:x}", f"select 1 0:{leaf:x} 0:{mid:x} 0:{rec:x}"]
+
+
+def test_third_frame_decides_between_interleaved_chains(plan_binary, tmp_path):
+    # alloc_leaf <- mid <- via_p / via_q / rec(depth 0..6): the first two frames are the
+    # same for all three, so a decision cached for one chain must not answer for another;
+    # rec's recursion is reduced, so every depth matches its 3-frame rule
+    plan = write_plan(tmp_path / "p.plan", plan_binary, chain_selects(plan_binary))
+    r = run_program([str(plan_binary), "3000", "--expect-chains"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert "chains wrong 0 of 3000" in r.stdout.decode()
+
+
+def test_two_frames_cannot_tell_the_chains_apart(plan_binary, tmp_path):
+    plan = write_plan(tmp_path / "p.plan", plan_binary, chain_selects(plan_binary, third=False))
+    r = run_program([str(plan_binary), "100", "--expect-chains"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 1 and "chains wrong 100 of 100" in r.stdout.decode()
+
+
 def refused(tmp_path: Path, binary: Path, plan: Path) -> subprocess.CompletedProcess:
     r = run_program([str(binary), "500"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
     plain = run_program([str(binary), "500"])

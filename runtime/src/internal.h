@@ -251,8 +251,69 @@ static inline hl_frame hl_caller_frame(void *const *fp) {
   hl_frame f = {(uintptr_t)fp[1], (uintptr_t)(fp + 2), (uintptr_t)fp[0]};
   return f;
 }
-unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want);
-uintptr_t hl_unwind_caller(const hl_frame *f, int *skip);
+/* How to find the caller's frame from a frame at some pc: the CFA is rsp or rbp plus
+ * cfa_off, the return address is at CFA-8, rbp was saved at CFA+rbp_off (if rbp_saved). */
+typedef struct hl_step_rule {
+  int32_t cfa_off, rbp_off;
+  int8_t cfa_reg;  /* 7 rsp, 6 rbp, -1: unknown (the walk stops) */
+  int8_t rbp_saved;
+} hl_step_rule;
+
+/* A recorded stack walk: the rule of each step and the return address it reached. Which
+ * frames a walk collects is a function of the return addresses it meets (rules, skipped
+ * modules and repeats are all per pc), so a walk that reaches the same return addresses
+ * again collects the same frames: replaying the steps and comparing the addresses
+ * replaces the rule lookups. Not replayable: a walk that ended on a failed stack check,
+ * used an uncached rule, or was longer than HL_TRACE_STEPS. */
+#define HL_TRACE_STEPS 12
+typedef struct hl_trace_step {
+  hl_step_rule rule;
+  uintptr_t pc;
+} hl_trace_step;
+typedef struct hl_trace {
+  uint8_t nsteps, replayable;
+  hl_trace_step step[HL_TRACE_STEPS];
+} hl_trace;
+
+unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr);
+void hl_unwind_rule(uintptr_t pc, hl_step_rule *out); /* the cached rule at pc */
+
+#define HL_REG_RBP 6
+#define HL_REG_RSP 7
+
+/* One step from *f by rule r (the rule at f->pc): *f becomes the caller's frame. 0 when the
+ * walk cannot go on: no rule, a CFA that is not above sp on the same stack, or no pc. */
+static inline int hl_unwind_step_by(hl_frame *f, const hl_step_rule *r) {
+  if (r->cfa_reg < 0) return 0;
+  uintptr_t cfa = (r->cfa_reg == HL_REG_RSP ? f->sp : f->bp) + (uintptr_t)(intptr_t)r->cfa_off;
+  if (cfa - f->sp - 1 >= (1u << 20) || (cfa & 7)) return 0;
+  if (r->rbp_saved) f->bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
+  f->pc = *(const uintptr_t *)(cfa - 8);
+  f->sp = cfa;
+  return f->pc >= 4096;
+}
+
+/* Replays tr's steps from `from` on frame *f: 1 when every step reaches the return address
+ * it reached when tr was recorded, so a walk from here would collect the same frames.
+ * A recorded step has a rule, and an rsp-based CFA passed the stack check once with the
+ * same offset; only rbp-based ones depend on data and are checked again. */
+static inline int hl_unwind_replay(hl_frame *f, const hl_trace *tr, unsigned from) {
+  uintptr_t sp = f->sp, bp = f->bp;
+  for (unsigned k = from; k < tr->nsteps; k++) {
+    const hl_trace_step *s = &tr->step[k];
+    uintptr_t cfa;
+    if (s->rule.cfa_reg == HL_REG_RSP) {
+      cfa = sp + (uintptr_t)(intptr_t)s->rule.cfa_off;
+    } else {
+      cfa = bp + (uintptr_t)(intptr_t)s->rule.cfa_off;
+      if (cfa - sp - 1 >= (1u << 20) || (cfa & 7)) return 0;
+    }
+    if (s->rule.rbp_saved) bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)s->rule.rbp_off);
+    if (*(const uintptr_t *)(cfa - 8) != s->pc) return 0;
+    sp = cfa;
+  }
+  return 1;
+}
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
 void hl_unwind_refresh_modules(void);
 
@@ -295,7 +356,11 @@ void hl_pool_set_group(uint16_t pool, uint16_t group);
 
 /* plan (plan.c) */
 int hl_plan_load(const char *path);                 /* 0: refused (and said why) */
-uint16_t hl_plan_pool(hl_frame f, int *by_return_address);
+/* The pool of the group an allocation whose caller frame is f belongs to, or 0.
+ * *needs_walk 0: the return address alone decided (cache the answer per return address);
+ * 1: this return address needs a stack walk every time (call hl_plan_pool_walk). */
+uint16_t hl_plan_pool(hl_frame f, int *needs_walk);
+uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0); /* r0: the rule at f.pc */
 uint32_t hl_plan_groups(void);
 
 /* reserved pool ids */

@@ -22,7 +22,8 @@ static void count_forwarded(size_t size) {
 #define SITE_CACHE_SLOTS 256u
 typedef struct site_cache_entry {
   uintptr_t ra;
-  hl_tpool *tp;
+  hl_tpool *tp;     /* NULL: not pooled; TP_WALK: the plan needs a stack walk here */
+  hl_step_rule r0;  /* with TP_WALK: the unwind rule at ra, the walk's first step */
 } site_cache_entry;
 static __thread site_cache_entry tl_sites[SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
 
@@ -47,14 +48,30 @@ static HL_NOINLINE hl_tpool *site_tpool_slow(uintptr_t ra, size_t size, site_cac
   return tp;
 }
 
-/* The plan policy's identification; answers decided by the return address alone are
- * cached, including "not grouped" (tp NULL). */
+/* The plan policy's identification. Answers decided by the return address alone are
+ * cached, including "not grouped" (tp NULL); a return address whose answer needs a stack
+ * walk is cached as TP_WALK, so the next call goes straight to the walk. */
+#define TP_WALK ((hl_tpool *)1)
+
+static HL_NOINLINE hl_tpool *plan_walk_tpool(void *const *fp, const hl_step_rule *r0) {
+  uint16_t pool = hl_plan_pool_walk(hl_caller_frame(fp), r0);
+  if (pool == 0) return NULL;
+  hl_heap *heap = hl_tl_heap;
+  hl_tpool *tp = heap > HL_HEAP_EXPLICIT ? heap->tpools[pool] : NULL;
+  return HL_LIKELY(tp != NULL) ? tp : tpool_of(pool);
+}
+
 static HL_NOINLINE hl_tpool *plan_tpool_slow(void *const *fp, site_cache_entry *e) {
-  int by_ra;
-  uint16_t pool = hl_plan_pool(hl_caller_frame(fp), &by_ra);
+  int needs_walk;
+  hl_frame f = hl_caller_frame(fp);
+  uint16_t pool = hl_plan_pool(f, &needs_walk);
   hl_tpool *tp = pool ? tpool_of(pool) : NULL;
-  if (by_ra && (tp != NULL || pool == 0)) {
-    e->ra = (uintptr_t)fp[1];
+  if (needs_walk) {
+    e->ra = f.pc;
+    e->tp = TP_WALK;
+    hl_unwind_rule(f.pc, &e->r0);
+  } else if (tp != NULL || pool == 0) {
+    e->ra = f.pc;
     e->tp = tp;
   }
   return tp;
@@ -66,9 +83,14 @@ static inline void *policy_alloc(int policy, size_t size, void *const *fp) {
   uintptr_t ra = (uintptr_t)fp[1];
   site_cache_entry *e = &tl_sites[((ra >> 2) ^ (ra >> 11)) & (SITE_CACHE_SLOTS - 1)];
   hl_tpool *tp;
-  if (HL_LIKELY(e->ra == ra)) tp = e->tp;
-  else if (policy == HL_POLICY_CALLSITE) tp = site_tpool_slow(ra, size, e);
-  else tp = plan_tpool_slow(fp, e);
+  if (HL_LIKELY(e->ra == ra)) {
+    tp = e->tp;
+    if (HL_UNLIKELY(tp == TP_WALK)) tp = plan_walk_tpool(fp, &e->r0);
+  } else if (policy == HL_POLICY_CALLSITE) {
+    tp = site_tpool_slow(ra, size, e);
+  } else {
+    tp = plan_tpool_slow(fp, e);
+  }
   return tp != NULL ? hl_tpool_alloc(tp, size) : NULL;
 }
 

@@ -437,67 +437,70 @@ static inline const site_entry *site_of(uintptr_t pc) {
 
 static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
 
-/* Sites whose rules need exactly two frames (an allocation wrapper, a container's
- * allocator) are the common deep case; their decisions are cached per thread by the pair
- * (return address, caller's return address), so a repeat costs one unwind step. */
-#define PAIR_SLOTS 64u
-typedef struct pair_entry {
-  uintptr_t ra, caller;
+/* Decisions that need a walk are cached per thread as recorded walks (hl_trace), keyed by
+ * the return address and the caller's return address (one unwind step): a repeat replays
+ * the recorded steps, comparing return addresses, instead of looking up a rule per frame. */
+#define CHAIN_SLOTS 64u
+typedef struct chain_entry {
+  uintptr_t ra; /* frame 0; 0 empty. trace.step[0].pc is the rest of the key */
   uint16_t pool;
-} pair_entry;
-static __thread pair_entry tl_pairs[PAIR_SLOTS] __attribute__((tls_model("initial-exec")));
+  hl_trace trace;
+} chain_entry;
+static __thread chain_entry tl_chains[CHAIN_SLOTS] __attribute__((tls_model("initial-exec")));
 
-static inline pair_entry *pair_slot(uintptr_t ra, uintptr_t caller) {
-  return &tl_pairs[((ra ^ (caller * 0x9E3779B97F4A7C15ull)) >> 58) & (PAIR_SLOTS - 1)];
+static inline chain_entry *chain_slot(uintptr_t ra, uintptr_t caller) {
+  return &tl_chains[((ra * 0x9E3779B97F4A7C15ull) ^ (caller * 0xC2B2AE3D27D4EB4Full)) >> 58 & (CHAIN_SLOTS - 1)];
 }
 
-/* The pool of the group this allocation belongs to, or 0. *by_return_address says
- * whether the return address alone decided (then the caller may cache the answer). */
-uint16_t hl_plan_pool(hl_frame f, int *by_return_address) {
-  *by_return_address = 1;
+/* The full decision: collect as many frames as the rules for the first program frame need
+ * (walking out of skipped modules first), then take the longest rule that matches. */
+static uint16_t decide(hl_frame f, hl_trace *tr) {
   const site_entry *e = site_of(f.pc);
-  if (HL_LIKELY(e != NULL && e->depth == 1)) return plan.group_pool[e->group];
-  uintptr_t caller = 0;
-  if (e != NULL && e->depth == 2) {
-    int skip = 1;
-    caller = hl_unwind_caller(&f, &skip);
-    if (caller == 0 || skip || caller == f.pc) {
-      caller = 0; /* skipped or repeated frames: the full walk decides */
-    } else {
-      pair_entry *p = pair_slot(f.pc, caller);
-      if (p->ra == f.pc && p->caller == caller) {
-        *by_return_address = 0;
-        return p->pool;
-      }
-    }
-  }
   uintptr_t chain[MAX_RULE_FRAMES];
-  if (e == NULL) {
-    if (!in_skip(f.pc)) return 0; /* not a rule's first frame: not grouped */
-    *by_return_address = 0;        /* called from a skipped module: find the program's frame */
-    if (hl_unwind_collect(&f, chain, 1) == 0 || (e = site_of(chain[0])) == NULL) return 0;
+  if (e == NULL) { /* called from a skipped module: find the program's frame */
+    if (!in_skip(f.pc)) return 0;
+    if (hl_unwind_collect(&f, chain, 1, tr) == 0 || (e = site_of(chain[0])) == NULL) return 0;
     if (e->depth == 1) return plan.group_pool[e->group];
   }
-  *by_return_address = 0;
-  unsigned n = hl_unwind_collect(&f, chain, e->depth);
-  uint16_t pool = 0;
+  unsigned n = hl_unwind_collect(&f, chain, e->depth, tr);
   for (uint32_t i = e->first; i < e->first + e->count; i++) { /* longest first */
     const plan_rule *r = &plan.rules[i];
     if (r->nframes > n) continue;
     unsigned k = 1;
     while (k < r->nframes && r->frames[k] == chain[k]) k++;
-    if (k == r->nframes) {
-      pool = plan.group_pool[r->group];
-      break;
-    }
+    if (k == r->nframes) return plan.group_pool[r->group];
   }
-  if (caller != 0 && n >= 2 && chain[1] == caller) { /* remember the decision for this pair */
-    pair_entry *p = pair_slot(chain[0], caller);
-    p->ra = chain[0];
-    p->caller = caller;
-    p->pool = pool;
+  return 0;
+}
+
+uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0) {
+  hl_frame g = f;
+  if (!hl_unwind_step_by(&g, r0)) return decide(f, NULL);
+  chain_entry *c = chain_slot(f.pc, g.pc);
+  if (HL_LIKELY(c->ra == f.pc && c->trace.step[0].pc == g.pc && hl_unwind_replay(&g, &c->trace, 1)))
+    return c->pool;
+  hl_trace tr;
+  tr.nsteps = 0;
+  tr.replayable = 1;
+  uint16_t pool = decide(f, &tr);
+  if (tr.replayable && tr.nsteps > 0) {
+    c->ra = f.pc;
+    c->pool = pool;
+    c->trace.nsteps = tr.nsteps;
+    memcpy(c->trace.step, tr.step, tr.nsteps * sizeof tr.step[0]);
   }
   return pool;
+}
+
+uint16_t hl_plan_pool(hl_frame f, int *needs_walk) {
+  const site_entry *e = site_of(f.pc);
+  *needs_walk = 0;
+  if (HL_LIKELY(e != NULL && e->depth == 1)) return plan.group_pool[e->group];
+  if (e == NULL && !in_skip(f.pc)) return 0; /* not a rule's first frame: not grouped */
+  *needs_walk = 1;
+  hl_step_rule r0;
+  hl_unwind_rule(f.pc, &r0);
+  return hl_plan_pool_walk(f, &r0);
 }
 
 uint32_t hl_plan_groups(void) { return plan.ngroups; }

@@ -18,7 +18,7 @@
 
 #include "internal.h"
 
-enum { REG_RBP = 6, REG_RSP = 7, REG_RA = 16 };
+enum { REG_RBP = HL_REG_RBP, REG_RSP = HL_REG_RSP, REG_RA = 16 };
 
 /* ---- modules: address ranges and their .eh_frame_hdr ---- */
 
@@ -301,10 +301,9 @@ static int compute_rule(uintptr_t pc, cfa_state *out) {
 #define RULE_SLOTS 8192u
 typedef struct cached_rule {
   _Atomic(uintptr_t) pc;       /* 0 empty */
-  int8_t cfa_reg;              /* -1: no rule (a walk stops here) */
-  int8_t rbp_saved;
+  hl_step_rule step;           /* step.cfa_reg < 0: no rule (a walk stops here) */
   uint8_t skip;                /* pc is in a module the walk passes over */
-  int32_t cfa_off, rbp_off;
+  uint8_t stable;              /* in the table for good (not the overflow answer) */
 } cached_rule;
 static cached_rule rules[RULE_SLOTS];
 static int (*skip_module)(uintptr_t pc);
@@ -316,11 +315,11 @@ static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
   static atomic_flag fill_lock = ATOMIC_FLAG_INIT;
   cfa_state st;
   int ok = compute_rule(pc, &st);
-  cached_rule r = {.cfa_reg = (int8_t)(ok ? st.cfa_reg : -1),
-                   .rbp_saved = (int8_t)(ok && st.rbp_saved),
-                   .skip = (uint8_t)(skip_module && skip_module(pc)),
-                   .cfa_off = ok ? (int32_t)st.cfa_off : 0,
-                   .rbp_off = ok ? (int32_t)st.rbp_off : 0};
+  hl_step_rule step = {.cfa_off = ok ? (int32_t)st.cfa_off : 0,
+                       .rbp_off = ok ? (int32_t)st.rbp_off : 0,
+                       .cfa_reg = (int8_t)(ok ? st.cfa_reg : -1),
+                       .rbp_saved = (int8_t)(ok && st.rbp_saved)};
+  uint8_t skip = (uint8_t)(skip_module && skip_module(pc));
   while (atomic_flag_test_and_set_explicit(&fill_lock, memory_order_acquire)) {
   }
   const cached_rule *out = NULL;
@@ -328,19 +327,18 @@ static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
     uintptr_t k = atomic_load_explicit(&rules[i].pc, memory_order_relaxed);
     if (k == pc) { out = &rules[i]; break; } /* another thread filled it meanwhile */
     if (k != 0) continue;
-    rules[i].cfa_reg = r.cfa_reg;
-    rules[i].rbp_saved = r.rbp_saved;
-    rules[i].skip = r.skip;
-    rules[i].cfa_off = r.cfa_off;
-    rules[i].rbp_off = r.rbp_off;
+    rules[i].step = step;
+    rules[i].skip = skip;
+    rules[i].stable = 1;
     atomic_store_explicit(&rules[i].pc, pc, memory_order_release); /* publish last */
     out = &rules[i];
     break;
   }
   atomic_flag_clear_explicit(&fill_lock, memory_order_release);
   if (out) return out;
-  overflow_rule = r; /* crowded: rare, and a racy answer only changes placement */
-  overflow_rule.skip = r.skip;
+  overflow_rule.step = step; /* crowded: rare, and a racy answer only changes placement */
+  overflow_rule.skip = skip;
+  overflow_rule.stable = 0;
   return &overflow_rule;
 }
 
@@ -361,46 +359,37 @@ static inline const cached_rule *rule_of(uintptr_t pc) {
   return rule_probe(pc, i);
 }
 
-/* The return address one frame out from f, and whether it lies in a skipped module;
- * 0 when the walk cannot continue. One cached rule lookup and two loads. */
-uintptr_t hl_unwind_caller(const hl_frame *f, int *skip) {
-  const cached_rule *r = rule_of(f->pc);
-  if (r->cfa_reg < 0) return 0;
-  uintptr_t cfa = (r->cfa_reg == REG_RSP ? f->sp : f->bp) + (uintptr_t)(intptr_t)r->cfa_off;
-  if (cfa - f->sp - 1 >= (1u << 20) || (cfa & 7)) return 0;
-  uintptr_t pc = *(const uintptr_t *)(cfa - 8);
-  if (pc < 4096) return 0;
-  *skip = rule_of(pc)->skip;
-  return pc;
-}
+void hl_unwind_rule(uintptr_t pc, hl_step_rule *out) { *out = rule_of(pc)->step; }
 
 /* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
  * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
- * profiler does). When `want` frames were found, *f is the frame of the last of them. */
-unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want) {
-  uintptr_t pc = f->pc, sp = f->sp, bp = f->bp;
+ * profiler does). When `want` frames were found, *f is the frame of the last of them.
+ * With tr, every step is appended to it; tr->replayable is cleared when the walk's course
+ * depended on more than the return addresses it met (see hl_trace). */
+unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr) {
   unsigned n = 0;
   for (unsigned steps = 0; steps < 64; steps++) {
-    const cached_rule *r = rule_of(pc);
+    const cached_rule *r = rule_of(f->pc);
     if (!r->skip) {
       unsigned i = 0;
-      while (i < n && out[i] != pc) i++;
+      while (i < n && out[i] != f->pc) i++;
       if (i == n) {
-        out[n++] = pc;
-        if (n == want) break;
+        out[n++] = f->pc;
+        if (n == want) return n;
       }
     }
-    if (r->cfa_reg < 0) break;
-    uintptr_t cfa = (r->cfa_reg == REG_RSP ? sp : bp) + (uintptr_t)(intptr_t)r->cfa_off;
-    /* the caller's frame lies above this one on the same stack, within reason */
-    if (cfa - sp - 1 >= (1u << 20) || (cfa & 7)) break;
-    if (r->rbp_saved) bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
-    pc = *(const uintptr_t *)(cfa - 8);
-    sp = cfa;
-    if (pc < 4096) break;
+    hl_frame next = *f;
+    if (!hl_unwind_step_by(&next, &r->step)) {
+      /* "no rule here" depends on the pc alone; a failed stack check does not */
+      if (tr && r->step.cfa_reg >= 0) tr->replayable = 0;
+      return n;
+    }
+    if (tr) {
+      if (tr->nsteps == HL_TRACE_STEPS || !r->stable) tr->replayable = 0;
+      else tr->step[tr->nsteps++] = (hl_trace_step){r->step, next.pc};
+    }
+    *f = next;
   }
-  f->pc = pc; /* the last frame looked at: the last collected one when n == want */
-  f->sp = sp;
-  f->bp = bp;
+  if (tr) tr->replayable = 0;
   return n;
 }

@@ -3,6 +3,9 @@
  *   alloc_node          malloc(24), called from via_x and from via_y: only the chain
  *                       through via_x is grouped, so two frames are needed
  *   dup_name            strdup: malloc is called inside libc, whose frames are skipped
+ *   alloc_leaf          malloc(40) <- mid <- via_p / via_q / rec (recursive): the same
+ *                       return address and caller, told apart only by the third frame
+ *                       (mode --expect-chains: the plan groups via_p and rec, not via_q)
  * Built with and without frame pointers. Run with a plan grouping token, node-via-x and
  * name, it checks that exactly those objects share one pool and lie one after another
  * in allocation order; without a plan it just runs. Exit 0 on success. */
@@ -42,7 +45,53 @@ NOINLINE char *dup_name(int i) {
   return strdup(buf);
 }
 
+NOINLINE void *alloc_leaf(int i) {
+  long *n = malloc(40);
+  n[0] = i;
+  return n;
+}
+NOINLINE void *mid(int i) {
+  long *n = alloc_leaf(i);
+  n[1] = 'm';
+  return n;
+}
+NOINLINE void *via_p(int i) {
+  long *n = mid(i);
+  n[2] = 'p';
+  return n;
+}
+NOINLINE void *via_q(int i) {
+  long *n = mid(i);
+  n[2] = 'q';
+  return n;
+}
+NOINLINE void *rec(int i, int depth) {
+  long *n = depth == 0 ? mid(i) : rec(i, depth - 1);
+  n[3] = depth;
+  return n;
+}
+
+/* Allocations whose first two frames are the same and whose third decides, interleaved
+ * (p, q, rec at varying depths), so cached decisions are reused and must be told apart. */
+static int check_chains(int n) {
+  int bad = 0;
+  long checksum = 0;
+  for (int i = 0; i < n; i++) {
+    long *p = via_p(i), *q = via_q(i), *r = rec(i, i % 7);
+    checksum += p[2] + q[2] + r[3];
+    int pp = heaplayout_pool_of(p), pq = heaplayout_pool_of(q), pr = heaplayout_pool_of(r);
+    if (!(pp >= 3 && pq == 0 && pr == pp) && bad++ < 5)
+      fprintf(stderr, "round %d: pools via_p %d via_q %d rec(%d) %d\n", i, pp, pq, i % 7, pr);
+    free(p);
+    free(q);
+    free(r);
+  }
+  printf("checksum %ld\nchains wrong %d of %d\n", checksum, bad, n);
+  return bad == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[2], "--expect-chains") == 0) return check_chains(atoi(argv[1]));
   int n = argc > 1 ? atoi(argv[1]) : 1000;
   int expect_plan = argc > 2 && strcmp(argv[2], "--expect-groups") == 0;
   int bad = 0, grouped = 0, adjacent = 0;
