@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from . import allocators, paths
-from .runtime_env import OPTION_VARIABLES, POLICIES, RuntimeConfig, allocator_env, runtime_env
+from .runtime_env import OPTION_VARIABLES, POLICIES, RuntimeConfig, allocator_env, for_program, runtime_env
 
 DEFAULT_CONFIGS = ("glibc", "jemalloc", "mimalloc", "tcmalloc", "off", "callsite")
 # Policies the runtime will have; naming one that runtime_env does not know yet is a
@@ -673,7 +673,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
     workdir.mkdir(parents=True, exist_ok=True)
     results = {c.label: ConfigResult(config=c, env=config_env(c)) for c in configs}
     launcher = build_launcher(workdir)
-    envs = {label: program_env(base_env, cr.env) for label, cr in results.items()}
+    envs = {label: program_env(base_env, for_program(cr.env, program[0])) for label, cr in results.items()}
     baseline = configs[0].label
     bench = BenchResult(program=program, runs=runs, warmup=warmup, configs=list(results.values()), cache_spec=cache,
                         rss_floor_kib=launcher_rss_floor(workdir, launcher), launcher=launcher[0],

@@ -8,6 +8,8 @@ environment here, and `heaplayout run --print-env` prints exactly this mapping.
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +76,25 @@ def runtime_env(config: RuntimeConfig) -> dict[str, str]:
     if config.stats_json:
         env["HEAPLAYOUT_STATS_JSON"] = config.stats_json
     return env
+
+
+def for_program(env: dict[str, str], program: str) -> dict[str, str]:
+    """`env` limited to `program`: when it runs the runtime and `program` is an ELF
+    executable, HEAPLAYOUT_PROGRAM names it, and every other process that inherits the
+    environment (valgrind's launcher, a wrapper, the program's children) runs unoptimized
+    without a word. A script is left alone: the binary it starts is the one to optimize."""
+    if "HEAPLAYOUT_POLICY" not in env:
+        return env
+    path = program if os.sep in program else shutil.which(program)
+    if not path:
+        return env
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                return env
+    except OSError:
+        return env
+    return {**env, "HEAPLAYOUT_PROGRAM": os.path.abspath(path)}
 
 
 def allocator_env(allocator: str) -> dict[str, str]:

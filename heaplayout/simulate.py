@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import paths
-from .runtime_env import RuntimeConfig, allocator_env, runtime_env
+from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
 
 TOOL = "hlsim"
 WRAP_LIB = "vgpreload_hlsimwrap-amd64-linux.so"
@@ -139,7 +139,7 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         env = dict(os.environ)
         env["VALGRIND_LIB"] = str(lib)
         env.pop("LD_PRELOAD", None)
-        env.update(opts.client_env())  # LD_PRELOAD in valgrind's own environment
+        env.update(for_program(opts.client_env(), program[0]))  # LD_PRELOAD in valgrind's own environment
         if opts.tracks_objects():
             # the malloc-family wrappers (not a replacement), after the allocators
             wrap = str(lib / WRAP_LIB)
@@ -268,7 +268,7 @@ def run_cachegrind(program: Sequence[str], client_env: dict[str, str], valgrind:
         out = Path(tmp) / "cg.out"
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
-        env.update(client_env)
+        env.update(for_program(client_env, program[0]))
         argv = [valgrind, "-q", "--tool=cachegrind", *CACHEGRIND_ARGS, f"--cachegrind-out-file={out}", *program]
         subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)

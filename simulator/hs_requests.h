@@ -1,4 +1,4 @@
-/* Client requests from vgpreload_hlsim (hs_preload.c) to the hlsim tool (hs_main.c). */
+/* Client requests from vgpreload_hlsimwrap (hs_wrap.c) to the hlsim tool (hs_main.c). */
 #ifndef HLSIM_REQUESTS_H
 #define HLSIM_REQUESTS_H
 #include "valgrind.h"

@@ -1,5 +1,5 @@
 /* vgpreload_hlsimwrap: preloaded into the client (LD_PRELOAD, added by `heaplayout simulate`
- * when objects are tracked; the tool's own vgpreload_hlsim is empty). It replaces nothing:
+ * when objects are tracked; the tool has no preload of its own). It replaces nothing:
  * the simulated layout must be the one the client's own allocator (glibc, jemalloc, mimalloc,
  * tcmalloc or heaplayout's runtime) produces. It *wraps* the malloc family in every object (soname
  * pattern "*"), calls the real function, and tells the tool each object's range and the

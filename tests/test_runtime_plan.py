@@ -185,3 +185,44 @@ def test_missing_plan_file_is_refused(build_dir, tmp_path):
     binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
     r = refused(tmp_path, binary, tmp_path / "nothing-here.plan")
     assert b"cannot open" in r.stderr
+
+
+def test_only_the_named_program_is_optimized(build_dir, tmp_path):
+    """A shell between us and the program inherits the preload and the plan. Without
+    HEAPLAYOUT_PROGRAM the shell (not the program the plan is for) refuses the plan aloud;
+    with it the shell stays silent and unoptimized while the program still gets its groups."""
+    from heaplayout import paths
+    from heaplayout.runtime_env import for_program
+
+    binary = build_dir / "tests" / "runtime" / "plan_test_fp"
+    plan = write_plan(tmp_path / "p.plan", binary, standard_selects(binary))
+    stats = tmp_path / "stats-%p.json"
+    env = {"LD_PRELOAD": str(paths.runtime_library()), "HEAPLAYOUT_PLAN": str(plan),
+           "HEAPLAYOUT_STATS_JSON": str(stats)}
+    # the shell allocates (command substitution), so it initialises the runtime
+    script = f'x=$(echo hi); "{binary}" 500 --expect-groups'
+    loud = run_program(["/bin/sh", "-c", script], env_extra=env)
+    assert loud.returncode == 0, loud.stderr.decode()
+    assert "not loaded in this program; running unoptimized" in loud.stderr.decode()
+
+    for f in tmp_path.glob("stats-*.json"):
+        f.unlink()
+    quiet_env = for_program(env | {"HEAPLAYOUT_POLICY": "plan"}, str(binary))
+    assert quiet_env["HEAPLAYOUT_PROGRAM"] == str(binary)
+    quiet = run_program(["/bin/sh", "-c", script], env_extra=quiet_env)
+    assert quiet.returncode == 0, quiet.stdout.decode() + quiet.stderr.decode()
+    assert quiet.stderr == b"" and "grouped 500 of 500" in quiet.stdout.decode()
+    # statistics only from the program itself, not from the shell
+    assert len(list(tmp_path.glob("stats-*.json"))) == 1
+
+
+def test_scripts_are_not_named_as_the_program(tmp_path):
+    from heaplayout.runtime_env import for_program
+
+    script = tmp_path / "wrapper.sh"
+    script.write_text("#!/bin/sh\nexec true\n")
+    script.chmod(0o755)
+    env = {"HEAPLAYOUT_POLICY": "plan"}
+    assert "HEAPLAYOUT_PROGRAM" not in for_program(env, str(script))
+    assert for_program(env, "true")["HEAPLAYOUT_PROGRAM"] == shutil.which("true")
+    assert "HEAPLAYOUT_PROGRAM" not in for_program({}, "true")  # no runtime, nothing to limit

@@ -8,7 +8,7 @@ import shlex
 import sys
 
 from .. import allocators, paths
-from ..runtime_env import POLICIES, RuntimeConfig, runtime_env
+from ..runtime_env import POLICIES, RuntimeConfig, for_program, runtime_env
 
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +72,8 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     if args.stats_json:
         env["HEAPLAYOUT_STATS_JSON"] = os.path.abspath(args.stats_json)
+    if args.program:
+        env = for_program(env, args.program[0])
     if args.print_env:
         for name, value in env.items():
             print(f"{name}={value}")

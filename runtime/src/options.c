@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -12,7 +14,8 @@ extern char **environ;
 static const char *const known_variables[] = {
     "HEAPLAYOUT_POLICY",     "HEAPLAYOUT_MIN_OBJECTS", "HEAPLAYOUT_MAX_SIZE",
     "HEAPLAYOUT_CHUNK_SIZE", "HEAPLAYOUT_RANGE",       "HEAPLAYOUT_CC_BLOCK",
-    "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  "HEAPLAYOUT_PLAN",        NULL,
+    "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  "HEAPLAYOUT_PLAN",        "HEAPLAYOUT_PROGRAM",
+    NULL,
 };
 
 /* "123", "64K", "1M", "16G" (binary multiples). 0 on error. */
@@ -80,6 +83,22 @@ static void warn_unknown_variables(void) {
   }
 }
 
+/* HEAPLAYOUT_PROGRAM names the one executable the settings are for (the CLI sets it to the
+ * program it launches). Every other process that inherits the environment on the way -
+ * valgrind's launcher script and binary, a timing wrapper - or is started by the program
+ * runs unoptimized and silently: it is not the program a plan or statistics are meant for. */
+static int is_other_program(void) {
+  const char *want = getenv("HEAPLAYOUT_PROGRAM");
+  if (want == NULL || *want == '\0') return 0;
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return 0;
+  exe[n] = '\0';
+  struct stat a, b;
+  if (stat(want, &a) != 0 || stat(exe, &b) != 0) return 0;
+  return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+}
+
 void hl_options_load(hl_options *opt) {
   memset(opt, 0, sizeof *opt);
   opt->policy = HL_POLICY_OFF;
@@ -89,6 +108,7 @@ void hl_options_load(hl_options *opt) {
   opt->range_size = HL_DEFAULT_RANGE;
   opt->cc_block = HL_DEFAULT_CC_BLOCK;
   if (getauxval(AT_SECURE)) return; /* set-uid/set-gid: the environment is not trusted */
+  if (is_other_program()) return;
 
   warn_unknown_variables();
   int ok = 1;
