@@ -24,9 +24,11 @@ MAX_RULE_FRAMES = 16
 MAX_GROUPS = 4095
 
 # The order records must come in; each record type may repeat only where the doc allows.
-_ORDER = ("heaplayout-plan", "strategy", "chunk_size", "max_object_size", "module", "skip", "group",
+_ORDER = ("heaplayout-plan", "strategy", "chunk_size", "max_object_size", "rest", "module", "skip", "group",
           "select", "end")
 _REPEATABLE = {"module", "skip", "group", "select"}
+_OPTIONAL = {"rest"}  # at most once; absent means "rest allocator"
+RESTS = ("allocator", "callsite")
 _BUILD_ID = re.compile(r"^(-|[0-9a-f]+)$")
 
 PlanFrame = tuple[int, int]  # (module index, return-address offset)
@@ -57,6 +59,10 @@ class Plan:
     strategy: str
     chunk_size: int = 1 << 20
     max_object_size: int = 4096
+    # where ungrouped objects go: "allocator" (the allocator underneath, as HALO) or
+    # "callsite" (per-site pools for objects up to rest_max_size, the callsite policy)
+    rest: str = "allocator"
+    rest_max_size: int = 0
     modules: list[PlanModule] = field(default_factory=list)
     skips: list[str] = field(default_factory=list)
     groups: list[PlanGroup] = field(default_factory=list)
@@ -83,6 +89,10 @@ def validate_plan(plan: Plan) -> None:
         raise PlanError(f"chunk_size {plan.chunk_size}: must be a power of two from 256K to 64M")
     if not (0 < plan.max_object_size <= MAX_OBJECT_SIZE):
         raise PlanError(f"max_object_size {plan.max_object_size}: must be 1..{MAX_OBJECT_SIZE}")
+    if plan.rest not in RESTS:
+        raise PlanError(f"rest {plan.rest!r}: expected one of {', '.join(RESTS)}")
+    if plan.rest == "callsite" and not (0 < plan.rest_max_size <= MAX_OBJECT_SIZE):
+        raise PlanError(f"rest callsite {plan.rest_max_size}: the size limit must be 1..{MAX_OBJECT_SIZE}")
     if len(plan.modules) > MAX_MODULES or len(plan.skips) > MAX_SKIPS or len(plan.groups) > MAX_GROUPS:
         raise PlanError(f"{len(plan.modules)} modules, {len(plan.skips)} skips, {len(plan.groups)} groups: the "
                         f"runtime takes at most {MAX_MODULES}, {MAX_SKIPS} and {MAX_GROUPS}")
@@ -127,6 +137,8 @@ def plan_text(plan: Plan) -> str:
     lines.append(f"strategy {plan.strategy}")
     lines.append(f"chunk_size {plan.chunk_size}")
     lines.append(f"max_object_size {plan.max_object_size}")
+    if plan.rest == "callsite":
+        lines.append(f"rest callsite {plan.rest_max_size}")
     lines += [f"module {m.index} {m.build_id or '-'} {m.path}" for m in plan.modules]
     lines += [f"skip {s}" for s in plan.skips]
     lines += [f"group {g.id} {g.contexts} {g.weight}" for g in plan.groups]
@@ -199,8 +211,9 @@ def parse_plan(text: str, name: str = "<plan>") -> Plan:
             raise PlanError(f"{where}: not a plan (the first line must be '{PLAN_MAGIC} {PLAN_VERSION}')")
         if pos < last or (pos == last and kind not in _REPEATABLE):
             raise PlanError(f"{where}: record {kind!r} out of order (order: {', '.join(_ORDER)})")
-        if pos > last + 1 and any(_ORDER[i] not in _REPEATABLE for i in range(last + 1, pos)):
-            missing = next(_ORDER[i] for i in range(last + 1, pos) if _ORDER[i] not in _REPEATABLE)
+        skippable = _REPEATABLE | _OPTIONAL
+        if pos > last + 1 and any(_ORDER[i] not in skippable for i in range(last + 1, pos)):
+            missing = next(_ORDER[i] for i in range(last + 1, pos) if _ORDER[i] not in skippable)
             raise PlanError(f"{where}: record {missing!r} missing before {kind!r}")
         last = pos
         try:
@@ -220,6 +233,13 @@ def parse_plan(text: str, name: str = "<plan>") -> Plan:
             elif kind == "max_object_size":
                 _arity(fields, 1, where, kind)
                 plan.max_object_size = _number(fields[0], f"{where}: max_object_size")
+            elif kind == "rest":
+                if fields == ["allocator"]:
+                    plan.rest, plan.rest_max_size = "allocator", 0
+                elif len(fields) == 2 and fields[0] == "callsite":
+                    plan.rest, plan.rest_max_size = "callsite", _number(fields[1], f"{where}: rest callsite")
+                else:
+                    raise PlanError(f"{where}: rest is 'allocator' or 'callsite MAX_SIZE', got {rest!r}")
             elif kind == "module":
                 if len(fields) < 3:
                     raise PlanError(f"{where}: module needs index, build-id and path")

@@ -16,6 +16,9 @@ from .profile_format import Profile
 STRATEGIES = ("halo", "hds", "callsite")
 DEFAULT_CHUNK_SIZE = 1 << 20  # HALO 5.1: grouped objects come from 1 MiB chunks
 DEFAULT_MAX_OBJECT_SIZE = 4096  # HALO 5.1: maximum grouped-object size 4 KiB
+# Where ungrouped objects go. HALO forwards them to the allocator underneath ("allocator").
+DEFAULT_REST = "allocator"
+DEFAULT_REST_MAX_SIZE = 128  # DPA 3.3.2: per-site pools for objects up to 128 bytes
 # The runtime skips a frame when its module's file name is exactly a `skip` name (runtime
 # plan.c), while the profiler trims modules whose name *contains* a `trim` string. The plan
 # lists the usual file names of the libraries the profiler trims; those of the profile's
@@ -116,6 +119,7 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
               hds_params: hds.HdsParams | None = None,
               chunk_size: int = DEFAULT_CHUNK_SIZE,
               max_object_size: int | None = None,
+              rest: str = DEFAULT_REST, rest_max_size: int = DEFAULT_REST_MAX_SIZE,
               source: str = "") -> PlanResult:
     """Group, identify and build the plan for one profile."""
     gp = grouping_params or grouping.GroupingParams()
@@ -147,7 +151,8 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
     selectors = identify.halo_selectors(contexts)
     _check_rules(table, contexts)
 
-    plan = Plan(strategy=strategy, chunk_size=chunk_size, max_object_size=max_object_size)
+    plan = Plan(strategy=strategy, chunk_size=chunk_size, max_object_size=max_object_size, rest=rest,
+                rest_max_size=rest_max_size if rest == "callsite" else 0)
     index: dict[int, int] = {}
     for mid in sorted({m for r in table.rules for m, _ in r.frames}):
         index[mid] = len(index)

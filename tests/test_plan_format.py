@@ -90,12 +90,30 @@ def test_the_documented_example_parses() -> None:
     (GOOD + "select 1 0:0x5\n", "text after 'end'"),
     (GOOD.replace("select 1 0:0x1a2b", "select  1 0:0x1a2b"), "single spaces"),
     (GOOD.replace("select 1 0:0x1a2b", "select 1" + " 0:0x1a2b" * 17), "at most 16"),
+    (GOOD.replace("max_object_size 4096\n", "max_object_size 4096\nrest pools\n"), "rest is 'allocator' or"),
+    (GOOD.replace("max_object_size 4096\n", "max_object_size 4096\nrest callsite\n"), "rest is 'allocator' or"),
+    (GOOD.replace("max_object_size 4096\n", "max_object_size 4096\nrest callsite 0\n"), "size limit must be"),
+    (GOOD.replace("max_object_size 4096\n", "max_object_size 4096\nrest allocator\nrest allocator\n"),
+     "out of order"),
+    (GOOD.replace("max_object_size 4096\n", "").replace("module 0", "rest allocator\nmax_object_size 4096\nmodule 0"),
+     "'max_object_size' missing before 'rest'"),
 ])
 def test_malformed_plans_are_refused(text: str, message: str) -> None:
     with pytest.raises(PlanError) as err:
         parse_plan(text, "x.plan")
     assert message in str(err.value)
     assert str(err.value).startswith("x.plan")
+
+
+def test_rest_record_round_trip(tmp_path: Path) -> None:
+    plan = sample_plan()
+    assert plan.rest == "allocator" and "rest" not in (write_plan(plan, tmp_path / "a.plan") or
+                                                        (tmp_path / "a.plan").read_text())
+    plan.rest, plan.rest_max_size = "callsite", 128
+    write_plan(plan, tmp_path / "p.plan")
+    assert "\nmax_object_size 4096\nrest callsite 128\nmodule 0" in (tmp_path / "p.plan").read_text()
+    assert read_plan(tmp_path / "p.plan") == plan
+    assert parse_plan(GOOD.replace("max_object_size 4096\n", "max_object_size 4096\nrest allocator\n")).rest == "allocator"
 
 
 def test_read_plan_missing_file(tmp_path: Path) -> None:

@@ -27,13 +27,15 @@ def build_id(binary: Path) -> str:
 return_addresses = elf.call_return_addresses
 
 
-def write_plan(path: Path, binary: Path, selects: list[str], bid: str | None = None, end: bool = True) -> Path:
+def write_plan(path: Path, binary: Path, selects: list[str], bid: str | None = None, end: bool = True,
+               rest: str | None = None) -> Path:
     lines = [
         "heaplayout-plan 1",
         "# written by the test",
         "strategy halo",
         "chunk_size 1048576",
         "max_object_size 4096",
+        *([f"rest {rest}"] if rest else []),
         f"module 0 {bid or build_id(binary)} {binary}",
         "skip libc.so.6",
         "group 1 3 1000",
@@ -122,6 +124,30 @@ def test_two_frames_cannot_tell_the_chains_apart(plan_binary, tmp_path):
     plan = write_plan(tmp_path / "p.plan", plan_binary, chain_selects(plan_binary, third=False))
     r = run_program([str(plan_binary), "100", "--expect-chains"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
     assert r.returncode == 1 and "chains wrong 100 of 100" in r.stdout.decode()
+
+
+def test_rest_callsite_pools_the_ungrouped_by_site(plan_binary, tmp_path):
+    # node-via-y is ungrouped by its second frame: with `rest callsite 128` it goes to the
+    # pool of alloc_node's call site once that site made 100 ungrouped objects; 400-byte
+    # objects are above the rest's limit and stay with the allocator underneath
+    plan = write_plan(tmp_path / "p.plan", plan_binary, standard_selects(plan_binary), rest="callsite 128")
+    r = run_program([str(plan_binary), "1000", "--expect-rest"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert "rest wrong 0 of 1000, node-y forwarded 100" in r.stdout.decode()
+
+
+def test_without_rest_the_ungrouped_stay_with_the_allocator(plan_binary, tmp_path):
+    plan = write_plan(tmp_path / "p.plan", plan_binary, standard_selects(plan_binary))
+    r = run_program([str(plan_binary), "300", "--expect-rest"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 1 and "node-y forwarded 300" in r.stdout.decode()
+
+
+@pytest.mark.parametrize("rest", ["callsite", "callsite 0", "callsite 40000", "pools 128", "allocator 5"])
+def test_bad_rest_records_are_refused(build_dir, tmp_path, rest):
+    binary = build_dir / "tests" / "runtime" / "plan_test_nofp"
+    plan = write_plan(tmp_path / "p.plan", binary, standard_selects(binary), rest=rest)
+    r = refused(tmp_path, binary, plan)
+    assert "malformed" in r.stderr.decode() or "line" in r.stderr.decode()
 
 
 def refused(tmp_path: Path, binary: Path, plan: Path) -> subprocess.CompletedProcess:

@@ -57,6 +57,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="chunk size for group chunks (default 1 MiB, HALO)")
     p.add_argument("--max-object-size", type=int, metavar="BYTES",
                    help="larger requests are never grouped (default: the profile's, else 4096, HALO)")
+    p.add_argument("--rest", choices=("allocator", "callsite"), default=planner.DEFAULT_REST,
+                   help="where ungrouped objects go: the allocator underneath (HALO), or per-site "
+                   f"pools like the callsite policy (default {planner.DEFAULT_REST})")
+    p.add_argument("--rest-max-size", type=int, default=planner.DEFAULT_REST_MAX_SIZE, metavar="BYTES",
+                   help="with --rest callsite: largest ungrouped object pooled "
+                   f"(default {planner.DEFAULT_REST_MAX_SIZE}, DPA 3.3.2)")
     g = p.add_argument_group("grouping (halo; coverage and gthresh also for callsite); see docs/planning.md")
     for f in fields(grouping.GroupingParams):
         g.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
@@ -85,7 +91,7 @@ def plan_command(args: argparse.Namespace) -> int:
                                with_stream=args.strategy == "hds")
         result = planner.make_plan(profile, args.strategy, grouping_params=gp, hds_params=hp,
                                    chunk_size=args.chunk_size, max_object_size=args.max_object_size,
-                                   source=args.inputs[0])
+                                   rest=args.rest, rest_max_size=args.rest_max_size, source=args.inputs[0])
         write_plan(result.plan, args.output)
     except (OSError, ProfileError, PlanError, ValueError) as err:
         print(f"heaplayout plan: {err}", file=sys.stderr)
@@ -158,7 +164,8 @@ def report(result: planner.PlanResult, profile: Profile, source: str) -> dict[st
         },
         "plan": {"modules": [{"index": m.index, "build_id": m.build_id, "path": m.path} for m in result.plan.modules],
                  "skip": result.plan.skips, "chunk_size": result.plan.chunk_size,
-                 "max_object_size": result.plan.max_object_size},
+                 "max_object_size": result.plan.max_object_size,
+                 "rest": result.plan.rest, "rest_max_size": result.plan.rest_max_size},
     }
 
 
@@ -211,6 +218,10 @@ def describe_plan(plan: Plan, name: str, profile: Profile | None = None) -> list
     out = [f"{name}: plan format {plan.version}, strategy {plan.strategy}"]
     out += [f"  note: {c}" for c in plan.comments]
     out.append(f"  grouped objects: up to {plan.max_object_size} bytes, from {plan.chunk_size // 1024} KiB chunks")
+    if plan.rest == "callsite":
+        out.append(f"  ungrouped objects up to {plan.rest_max_size} bytes: a pool per call site (as policy callsite)")
+    else:
+        out.append("  ungrouped objects: the allocator underneath")
     out.append(f"  tied to {len(plan.modules)} module{'s' if len(plan.modules) != 1 else ''} "
                "(the runtime refuses the plan if a build-id differs):")
     for m in plan.modules:

@@ -92,7 +92,10 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
   if (tp == NULL) return NULL;
   tp->heap = heap;
   tp->pool = pool;
-  tp->max_size = pool == HL_POOL_CC ? HL_MAX_CLASS_SIZE : hl_state.opt.max_size;
+  /* a plan's group takes objects up to the plan's limit; site pools up to theirs */
+  tp->max_size = pool == HL_POOL_CC       ? HL_MAX_CLASS_SIZE
+                 : hl_pool_group(pool) != 0 ? hl_plan_group_max_size()
+                                            : hl_state.opt.site_max_size;
   __atomic_store_n(&heap->tpools[pool], tp, __ATOMIC_RELEASE);
   return tp;
 }

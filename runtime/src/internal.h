@@ -60,7 +60,8 @@ enum hl_policy { HL_POLICY_UNINIT = 0, HL_POLICY_OFF, HL_POLICY_CALLSITE, HL_POL
 typedef struct hl_options {
   enum hl_policy policy;
   uint32_t min_objects;
-  uint32_t max_size;
+  uint32_t max_size;      /* no pool takes a larger object (checked first on every malloc) */
+  uint32_t site_max_size; /* per-site pools (callsite, and a plan's rest) take up to this */
   size_t chunk_size;
   size_t range_size;
   uint32_t cc_block;
@@ -362,6 +363,7 @@ int hl_plan_load(const char *path);                 /* 0: refused (and said why)
 uint16_t hl_plan_pool(hl_frame f, int *needs_walk);
 uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0); /* r0: the rule at f.pc */
 uint32_t hl_plan_groups(void);
+uint32_t hl_plan_group_max_size(void);
 
 /* reserved pool ids */
 #define HL_POOL_NONE 0

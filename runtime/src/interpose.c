@@ -53,24 +53,34 @@ static HL_NOINLINE hl_tpool *site_tpool_slow(uintptr_t ra, size_t size, site_cac
  * walk is cached as TP_WALK, so the next call goes straight to the walk. */
 #define TP_WALK ((hl_tpool *)1)
 
-static HL_NOINLINE hl_tpool *plan_walk_tpool(void *const *fp, const hl_step_rule *r0) {
+/* Ungrouped objects: with a plan's `rest callsite` they get per-site pools (0 otherwise). */
+static inline uint16_t rest_pool(uintptr_t ra, size_t size) {
+  return hl_state.opt.site_max_size ? hl_callsite_pool(ra, size) : 0;
+}
+
+static HL_NOINLINE hl_tpool *plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size) {
   uint16_t pool = hl_plan_pool_walk(hl_caller_frame(fp), r0);
-  if (pool == 0) return NULL;
+  if (pool == 0 && (pool = rest_pool((uintptr_t)fp[1], size)) == 0) return NULL;
   hl_heap *heap = hl_tl_heap;
   hl_tpool *tp = heap > HL_HEAP_EXPLICIT ? heap->tpools[pool] : NULL;
   return HL_LIKELY(tp != NULL) ? tp : tpool_of(pool);
 }
 
-static HL_NOINLINE hl_tpool *plan_tpool_slow(void *const *fp, site_cache_entry *e) {
+static HL_NOINLINE hl_tpool *plan_tpool_slow(void *const *fp, size_t size, site_cache_entry *e) {
   int needs_walk;
   hl_frame f = hl_caller_frame(fp);
   uint16_t pool = hl_plan_pool(f, &needs_walk);
-  hl_tpool *tp = pool ? tpool_of(pool) : NULL;
   if (needs_walk) {
     e->ra = f.pc;
     e->tp = TP_WALK;
     hl_unwind_rule(f.pc, &e->r0);
-  } else if (tp != NULL || pool == 0) {
+    if (pool == 0 && (pool = rest_pool(f.pc, size)) == 0) return NULL;
+    return tpool_of(pool);
+  }
+  if (pool == 0 && hl_state.opt.site_max_size) /* the rest: per-site pools, as callsite */
+    return site_tpool_slow(f.pc, size, e);
+  hl_tpool *tp = pool ? tpool_of(pool) : NULL;
+  if (tp != NULL || pool == 0) {
     e->ra = f.pc;
     e->tp = tp;
   }
@@ -85,13 +95,14 @@ static inline void *policy_alloc(int policy, size_t size, void *const *fp) {
   hl_tpool *tp;
   if (HL_LIKELY(e->ra == ra)) {
     tp = e->tp;
-    if (HL_UNLIKELY(tp == TP_WALK)) tp = plan_walk_tpool(fp, &e->r0);
+    if (HL_UNLIKELY(tp == TP_WALK)) tp = plan_walk_tpool(fp, &e->r0, size);
   } else if (policy == HL_POLICY_CALLSITE) {
     tp = site_tpool_slow(ra, size, e);
   } else {
-    tp = plan_tpool_slow(fp, e);
+    tp = plan_tpool_slow(fp, size, e);
   }
-  return tp != NULL ? hl_tpool_alloc(tp, size) : NULL;
+  /* a pool takes objects up to its own limit (a plan's groups and site pools differ) */
+  return tp != NULL && size <= tp->max_size ? hl_tpool_alloc(tp, size) : NULL;
 }
 
 /* malloc on behalf of the caller of the entry point whose frame pointer is fp. */

@@ -104,6 +104,7 @@ void hl_options_load(hl_options *opt) {
   opt->policy = HL_POLICY_OFF;
   opt->min_objects = HL_DEFAULT_MIN_OBJECTS;
   opt->max_size = HL_DEFAULT_MAX_SIZE;
+  opt->site_max_size = HL_DEFAULT_MAX_SIZE;
   opt->chunk_size = HL_DEFAULT_CHUNK_SIZE;
   opt->range_size = HL_DEFAULT_RANGE;
   opt->cc_block = HL_DEFAULT_CC_BLOCK;
@@ -143,6 +144,7 @@ void hl_options_load(hl_options *opt) {
   v = opt->max_size;
   ok &= size_setting("HEAPLAYOUT_MAX_SIZE", 1, HL_MAX_CLASS_SIZE, 0, &v);
   opt->max_size = (uint32_t)v;
+  opt->site_max_size = opt->max_size;
   v = opt->chunk_size;
   ok &= size_setting("HEAPLAYOUT_CHUNK_SIZE", HL_MIN_CHUNK_SIZE, HL_MAX_CHUNK_SIZE, 1, &v);
   opt->chunk_size = (size_t)v;

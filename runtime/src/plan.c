@@ -52,6 +52,7 @@ static struct {
   uintptr_t skip_lo[MAX_SKIP + 1], skip_hi[MAX_SKIP + 1];
   int nskip;
   size_t max_object_size, chunk_size;
+  uint32_t rest_max_size; /* rest callsite: ungrouped objects up to this size get site pools */
   char strategy[32];
 } plan;
 
@@ -264,6 +265,7 @@ int hl_plan_load(const char *path) {
   int nmods = 0, nskips = 0, ended = 0;
   uint32_t cap_rules = 0;
   plan.max_object_size = 4096;
+  plan.rest_max_size = 0;
   plan.chunk_size = hl_state.opt.chunk_size;
 
   /* the rule count bounds the allocation: count select lines first */
@@ -294,6 +296,17 @@ int hl_plan_load(const char *path) {
     } else if (strcmp(f, "max_object_size") == 0) {
       if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v == 0 || v > HL_MAX_CLASS_SIZE) goto malformed;
       plan.max_object_size = v;
+    } else if (strcmp(f, "rest") == 0) {
+      if (!field(&s, e, f, sizeof f)) goto malformed;
+      if (strcmp(f, "allocator") == 0) {
+        plan.rest_max_size = 0;
+      } else if (strcmp(f, "callsite") == 0) {
+        if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v == 0 || v > HL_MAX_CLASS_SIZE) goto malformed;
+        plan.rest_max_size = (uint32_t)v;
+      } else {
+        goto malformed;
+      }
+      if (field(&s, e, f, sizeof f)) goto malformed; /* nothing after it */
     } else if (strcmp(f, "module") == 0) {
       if (nmods == MAX_PLAN_MODULES) {
         refuse(path, c.line, "too many modules");
@@ -409,7 +422,11 @@ int hl_plan_load(const char *path) {
       hl_pool_set_site(plan.group_pool[plan.rules[i].group], plan.rules[i].frames[0]);
   hl_unwind_refresh_modules();
   hl_unwind_set_skip(is_skip_pc);
-  hl_state.opt.max_size = (uint32_t)plan.max_object_size;
+  /* opt.max_size bounds every pool (checked first on malloc); site pools of the rest keep
+   * their own limit in opt.site_max_size */
+  hl_state.opt.site_max_size = plan.rest_max_size;
+  hl_state.opt.max_size = (uint32_t)(plan.max_object_size > plan.rest_max_size ? plan.max_object_size
+                                                                                 : plan.rest_max_size);
   hl_state.opt.chunk_size = plan.chunk_size;
   ok = 1;
 out:
@@ -504,3 +521,5 @@ uint16_t hl_plan_pool(hl_frame f, int *needs_walk) {
 }
 
 uint32_t hl_plan_groups(void) { return plan.ngroups; }
+
+uint32_t hl_plan_group_max_size(void) { return (uint32_t)plan.max_object_size; }

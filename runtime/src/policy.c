@@ -64,7 +64,7 @@ static HL_NOINLINE uint16_t context_promote(hl_context *e, uintptr_t ra) {
 }
 
 uint16_t hl_callsite_pool(uintptr_t ra, size_t size) {
-  if (size > hl_state.opt.max_size) return 0;
+  if (size > hl_state.opt.site_max_size) return 0;
   hl_context *e = context_of(ra);
   if (HL_UNLIKELY(e == NULL)) return 0;
   uint16_t pool = atomic_load_explicit(&e->pool, memory_order_relaxed);

@@ -6,6 +6,11 @@
  *   alloc_leaf          malloc(40) <- mid <- via_p / via_q / rec (recursive): the same
  *                       return address and caller, told apart only by the third frame
  *                       (mode --expect-chains: the plan groups via_p and rec, not via_q)
+ *   alloc_big           malloc(400) from one site, never grouped
+ * Mode --expect-rest (a plan with `rest callsite 128`): token, node-via-x and name are
+ * grouped as above; node-via-y, ungrouped by its second frame, gets the pool of
+ * alloc_node's call site after that site's first 100 ungrouped objects; alloc_big's
+ * 400-byte objects stay with the allocator underneath (larger than the rest's limit).
  * Built with and without frame pointers. Run with a plan grouping token, node-via-x and
  * name, it checks that exactly those objects share one pool and lie one after another
  * in allocation order; without a plan it just runs. Exit 0 on success. */
@@ -90,8 +95,36 @@ static int check_chains(int n) {
   return bad == 0 ? 0 : 1;
 }
 
+NOINLINE void *alloc_big(int i) {
+  long *b = malloc(400);
+  b[0] = i;
+  return b;
+}
+
+static int check_rest(int n) {
+  int bad = 0, site_pool = 0, early = 0;
+  long checksum = 0;
+  for (int i = 0; i < n; i++) {
+    char *t = alloc_token(i), *x = via_x(i), *y = via_y(i), *s = dup_name(i);
+    long *b = alloc_big(i);
+    checksum += *(int *)t + *(long *)x + *(long *)y + (long)strlen(s) + b[0];
+    int pt = heaplayout_pool_of(t), px = heaplayout_pool_of(x), py = heaplayout_pool_of(y),
+        ps = heaplayout_pool_of(s), pb = heaplayout_pool_of(b);
+    int ok = pt >= 3 && pt == px && px == ps && pb == 0;
+    if (py == 0) early++;
+    else if (site_pool == 0) site_pool = py;
+    ok &= py == 0 ? i < 100 : (py != pt && py == site_pool);
+    if (!ok && bad++ < 5)
+      fprintf(stderr, "round %d: pools token %d node-x %d node-y %d name %d big %d\n", i, pt, px, py, ps, pb);
+    free(b);
+  }
+  printf("checksum %ld\nrest wrong %d of %d, node-y forwarded %d\n", checksum, bad, n, early);
+  return bad == 0 && early == 100 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[2], "--expect-chains") == 0) return check_chains(atoi(argv[1]));
+  if (argc > 2 && strcmp(argv[2], "--expect-rest") == 0) return check_rest(atoi(argv[1]));
   int n = argc > 1 ? atoi(argv[1]) : 1000;
   int expect_plan = argc > 2 && strcmp(argv[2], "--expect-groups") == 0;
   int bad = 0, grouped = 0, adjacent = 0;
