@@ -58,6 +58,13 @@ class GroupingParams:
     # A pointer link merges two contexts when it joins at least this share of the objects
     # of the smaller one: 1% ignores stray pointers without missing real links.
     shape_min_share: float = 0.01
+    # Beyond HALO: this share of a context's walk weight (pairs of its own objects accessed
+    # together but not co-allocatable: a structure traversed in another order than it was
+    # allocated) joins its loop. HALO counts only co-allocatable pairs, so it does not see
+    # that such a structure is traversed on its own, and merges it with whatever it is
+    # co-accessed with, spreading the traversal over twice the memory (Olden health's
+    # waiting lists: docs/planning.md). 0 groups exactly as HALO.
+    walk_weight: float = 1.0
 
     def describe(self) -> str:
         return " ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
@@ -96,11 +103,13 @@ def edge_key(u: int, v: int) -> Edge:
     return (u, v) if u <= v else (v, u)
 
 
-def graph_from_profile(profile: Profile, usable: set[int] | None = None) -> AffinityGraph:
+def graph_from_profile(profile: Profile, usable: set[int] | None = None, walk_weight: float = 0.0) -> AffinityGraph:
     """The affinity graph of a profile: every context with accesses is a node.
 
     `usable`, when given, limits the nodes to those contexts (the planner leaves out contexts
-    the runtime can not identify); edges to other contexts are dropped.
+    the runtime can not identify); edges to other contexts are dropped. `walk_weight` adds
+    that share of each context's walk weight (the profile's R records: pairs of its own
+    objects accessed together but not co-allocatable) to its loop.
     """
     accesses = {
         c.id: c.accesses
@@ -112,6 +121,10 @@ def graph_from_profile(profile: Profile, usable: set[int] | None = None) -> Affi
         for (u, v), w in profile.affinity.items()
         if w > 0 and u in accesses and v in accesses
     }
+    if walk_weight:
+        for x, n in profile.walk.items():
+            if x in accesses and n > 0:
+                edges[(x, x)] = edges.get((x, x), 0) + round(walk_weight * n)
     total = profile.heap_accesses or sum(c.accesses for c in profile.contexts.values())
     return AffinityGraph(accesses, edges, total)
 

@@ -86,7 +86,7 @@ def skip_names(profile: Profile) -> list[str]:
 
 
 def _halo_groups(profile: Profile, params: grouping.GroupingParams, usable: set[int]) -> list[PlannedGroup]:
-    graph = grouping.graph_from_profile(profile, usable)
+    graph = grouping.graph_from_profile(profile, usable, params.walk_weight)
     if not params.shape_merge:
         return [PlannedGroup(i, list(g.members), g.weight, g.score)
                 for i, g in enumerate(grouping.group_contexts(graph, params), start=1)]

@@ -99,7 +99,13 @@ class Profile:
     contexts: dict[int, Context] = field(default_factory=dict)
     objects: list[Object] = field(default_factory=list)
     affinity: dict[tuple[int, int], int] = field(default_factory=dict)  # (cx <= cy) -> weight
+    # ctx -> pairs of its own objects affine but not co-allocatable (R records): its walk weight
+    walk: dict[int, int] = field(default_factory=dict)
     pointer_edges: dict[tuple[int, int, int], int] = field(default_factory=dict)  # (from ctx, offset, to ctx) -> stores
+    # of those stores, the ones whose two objects were co-allocatable (a trailing P field that
+    # older profiles lack: has_adjacent_links says whether the counts are known)
+    adjacent_links: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    has_adjacent_links: bool = False
     stream: list[int] = field(default_factory=list)  # object ids
     stream_truncated: bool = False
     summary: dict[str, int] = field(default_factory=dict)
@@ -200,9 +206,14 @@ def parse_profile(lines: Iterable[str], *, with_objects: bool = True, with_strea
                 x, y = int(f[1]), int(f[2])
                 key = (min(x, y), max(x, y))
                 p.affinity[key] = p.affinity.get(key, 0) + int(f[3])
+            elif t == "R":
+                p.walk[int(f[1])] = p.walk.get(int(f[1]), 0) + int(f[2])
             elif t == "P":
                 key = (int(f[1]), int(f[2]), int(f[3]))
                 p.pointer_edges[key] = p.pointer_edges.get(key, 0) + int(f[4])
+                if len(f) > 5:
+                    p.adjacent_links[key] = p.adjacent_links.get(key, 0) + int(f[5])
+                    p.has_adjacent_links = True
             elif t == "H":
                 key = f[1]
                 value = unescape(f[2]) if len(f) > 2 else ""
@@ -284,8 +295,11 @@ def write_profile(p: Profile, out: str | Path | IO[str]) -> None:
         w(f"X {c.id} {c.objects} {c.bytes} {c.max_live} {c.loads} {c.stores} {c.load_bytes} {c.store_bytes}\n")
     for (x, y), n in p.affinity.items():
         w(f"A {x} {y} {n}\n")
+    for x, n in p.walk.items():
+        w(f"R {x} {n}\n")
     for (a, off, b), n in p.pointer_edges.items():
-        w(f"P {a} {off} {b} {n}\n")
+        adj = f" {p.adjacent_links.get((a, off, b), 0)}" if p.has_adjacent_links else ""
+        w(f"P {a} {off} {b} {n}{adj}\n")
     for k, v in p.summary.items():
         w(f"Z {k} {v}\n")
     if p.complete:
@@ -312,6 +326,7 @@ def merge_profiles(profiles: list[Profile], *, force: bool = False) -> Profile:
         if len(keys) > 1:
             raise ValueError("profiles come from different binaries (use --force to merge anyway)")
     out = Profile()
+    out.has_adjacent_links = all(p.has_adjacent_links or not p.pointer_edges for p in profiles)
     out.header = dict(profiles[0].header)
     out.args = list(profiles[0].args)
     out.complete = all(p.complete for p in profiles)
@@ -356,9 +371,12 @@ def merge_profiles(profiles: list[Profile], *, force: bool = False) -> Profile:
             a, b = ctx_map[x], ctx_map[y]
             key = (min(a, b), max(a, b))
             out.affinity[key] = out.affinity.get(key, 0) + n
+        for x, n in p.walk.items():
+            out.walk[ctx_map[x]] = out.walk.get(ctx_map[x], 0) + n
         for (a, off, b), n in p.pointer_edges.items():
             key = (ctx_map[a], off, ctx_map[b])
             out.pointer_edges[key] = out.pointer_edges.get(key, 0) + n
+            out.adjacent_links[key] = out.adjacent_links.get(key, 0) + p.adjacent_links.get((a, off, b), 0)
         out.stream.extend(oid + id_shift for oid in p.stream)
         out.stream_truncated |= p.stream_truncated
         for k, v in p.summary.items():

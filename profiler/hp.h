@@ -152,6 +152,7 @@ typedef struct { ULong k1, k2, n; } HpCount;
 typedef struct { HpCount* tab; ULong mask, used; } HpCountMap;
 void hp_cm_init(HpCountMap* m, ULong cap_pow2);
 void hp_cm_add_slow(HpCountMap* m, ULong k1, ULong k2, ULong n);
+ULong hp_cm_get(const HpCountMap* m, ULong k1, ULong k2);   /* 0 when absent */
 static inline ULong hp_cm_hash(ULong a, ULong b)
 {
    ULong h = (a ^ (b * 0x9E3779B97F4A7C15ULL)) * 0xC2B2AE3D27D4EB4FULL;

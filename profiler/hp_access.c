@@ -59,6 +59,35 @@ static VG_REGPARM(2) void hp_on_store8(Addr a, UWord value)
    after_access(o, 8);
 }
 
+/* A 16- or 32-byte vector store (a compiler filling two or four pointer fields at once,
+ * e.g. movups of {p, back}): one access of its size; each 8-byte lane is a possible
+ * pointer edge at its own offset. */
+static void store_lanes(Addr a, UWord sz, const UWord* lane, Int nlanes)
+{
+   HpObj* o = hp_map_find(a);
+   if (!o) return;
+   hp_clock++;
+   o->stores++;
+   o->sbytes += sz;
+   if (hp_opt.pointer_edges)
+      for (Int i = 0; i < nlanes; i++)
+         if (lane[i] - hp_heap_lo < hp_heap_span && a + 8 * (Addr)i - o->addr < o->size)
+            hp_edges_store(o, a + 8 * (Addr)i, lane[i]);
+   after_access(o, sz);
+}
+
+static VG_REGPARM(3) void hp_on_store16(Addr a, UWord lo, UWord hi)
+{
+   UWord lane[2] = { lo, hi };
+   store_lanes(a, 16, lane, 2);
+}
+
+static void hp_on_store32(Addr a, UWord l0, UWord l1, UWord l2, UWord l3)
+{
+   UWord lane[4] = { l0, l1, l2, l3 };
+   store_lanes(a, 32, lane, 4);
+}
+
 void hp_access_init_progress(void)
 {
    if (hp_opt.progress) next_progress = hp_opt.progress;
@@ -83,6 +112,32 @@ static IRExpr* heap_guard(Instr* in, IRExpr* addr)
    addStmtToIRSB(in->sb, IRStmt_WrTmp(d, IRExpr_Binop(Iop_Sub64, addr, IRExpr_RdTmp(in->lo))));
    addStmtToIRSB(in->sb, IRStmt_WrTmp(g, IRExpr_Binop(Iop_CmpLT64U, IRExpr_RdTmp(d), IRExpr_RdTmp(in->span))));
    return IRExpr_RdTmp(g);
+}
+
+/* A vector store: its 64-bit lanes go to the helper as values (pointer edges). */
+static void add_vector_store(Instr* in, IRExpr* addr, IRExpr* data, IRType ty)
+{
+   IRTypeEnv* env = in->sb->tyenv;
+   IRDirty* di;
+   if (ty == Ity_V128) {
+      IRTemp lo = newIRTemp(env, Ity_I64), hi = newIRTemp(env, Ity_I64);
+      addStmtToIRSB(in->sb, IRStmt_WrTmp(lo, IRExpr_Unop(Iop_V128to64, data)));
+      addStmtToIRSB(in->sb, IRStmt_WrTmp(hi, IRExpr_Unop(Iop_V128HIto64, data)));
+      di = unsafeIRDirty_0_N(3, "hp_on_store16", VG_(fnptr_to_fnentry)(hp_on_store16),
+                             mkIRExprVec_3(addr, IRExpr_RdTmp(lo), IRExpr_RdTmp(hi)));
+   } else {
+      static const IROp lane_op[4] = { Iop_V256to64_0, Iop_V256to64_1, Iop_V256to64_2, Iop_V256to64_3 };
+      IRTemp t[4];
+      for (Int i = 0; i < 4; i++) {
+         t[i] = newIRTemp(env, Ity_I64);
+         addStmtToIRSB(in->sb, IRStmt_WrTmp(t[i], IRExpr_Unop(lane_op[i], data)));
+      }
+      di = unsafeIRDirty_0_N(0, "hp_on_store32", VG_(fnptr_to_fnentry)(hp_on_store32),
+                             mkIRExprVec_5(addr, IRExpr_RdTmp(t[0]), IRExpr_RdTmp(t[1]), IRExpr_RdTmp(t[2]),
+                                           IRExpr_RdTmp(t[3])));
+   }
+   di->guard = heap_guard(in, addr);
+   addStmtToIRSB(in->sb, IRStmt_Dirty(di));
 }
 
 /* kind: 0 load, 1 store, 2 store of a 64-bit value (arg = the value) */
@@ -146,6 +201,9 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
          IRType ty = typeOfIRExpr(bbIn->tyenv, data);
          if (ty == Ity_I64)
             add_event(&in, 2, st->Ist.Store.addr, data, NULL);
+         else if ((ty == Ity_V128 || ty == Ity_V256) && hp_opt.pointer_edges &&
+                  (data->tag == Iex_RdTmp || data->tag == Iex_Const))
+            add_vector_store(&in, st->Ist.Store.addr, data, ty);
          else
             add_event(&in, 1, st->Ist.Store.addr, mkIRExpr_HWord(sizeofIRType(ty)), NULL);
          break;

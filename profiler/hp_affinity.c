@@ -10,7 +10,14 @@
  *   - each counted v adds 1 to the undirected edge weight w(x, y) (x == y is allowed);
  *   - u is pushed as a new entry of size s.
  * With A = 32 and 4-byte accesses to distinct objects, each access is affine to the 7
- * before it, as in HALO's Figure 5. */
+ * before it, as in HALO's Figure 5.
+ *
+ * Beyond HALO: pairs of two objects of the same context that fail only co-allocatability
+ * (a structure traversed in another order than it was allocated, such as a list whose cells
+ * were appended at different times) are counted per context as its *walk* weight (R
+ * records). HALO drops them because no pool can put such objects side by side; they still
+ * say that the context is traversed on its own, which a pool shared with other contexts
+ * spreads out. */
 #include "hp.h"
 
 /* A queue entry carries copies of the object's fields, so that the walk reads only the
@@ -32,6 +39,8 @@ typedef struct {
 } QEnt;
 typedef struct { QEnt* e; UInt head, n; } Queue;
 
+static ULong* walk;        /* per context: same-context pairs that are not co-allocatable */
+static UInt nwalk;
 static Queue* queues;
 static UInt nqueues;
 static UInt qcap;
@@ -83,6 +92,18 @@ static inline void add_edge(UInt x, UInt y, UInt n)
    hp_affinity_pairs += n;
 }
 
+static void count_walk(UInt x)
+{
+   if (UNLIKELY(x >= nwalk)) {
+      UInt n = nwalk ? nwalk : 256;
+      while (n <= x) n *= 2;
+      walk = VG_(realloc)("hp.walk", walk, n * sizeof(ULong));
+      VG_(memset)(walk + nwalk, 0, (n - nwalk) * sizeof(ULong));
+      nwalk = n;
+   }
+   walk[x]++;
+}
+
 void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
 {
    if (UNLIKELY(tid >= nqueues)) {
@@ -106,7 +127,9 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
       if (dist > A) break;
       if (e->o == u) {
          k_u = k;
-      } else if (coallocatable(u, e)) {
+      } else if (!coallocatable(u, e)) {
+         if (e->cid == x) count_walk(x);
+      } else {
          if (e->cid != run_y && run_n) {
             add_edge(x, run_y, run_n);
             run_n = 0;
@@ -159,4 +182,6 @@ void hp_affinity_fini(void)
       HpCount* c = &graph.tab[i];
       if (c->n) hp_out_printf("A %llu %llu %llu\n", c->k1 >> 32, c->k1 & 0xffffffffULL, c->n);
    }
+   for (UInt x = 0; x < nwalk; x++)
+      if (walk[x]) hp_out_printf("R %u %llu\n", x, walk[x]);
 }

@@ -1,19 +1,41 @@
 /* Pointer edges (DPA's dynamic storage shape graph): an 8-byte store into heap object A of
  * a value that points into heap object B counts one edge (context of A, offset of the
  * field in A, context of B). Objects larger than --max-object-size record offset -1
- * (arrays: the field offset would only say which element). */
+ * (arrays: the field offset would only say which element).
+ *
+ * Each edge also counts the stores whose two objects are co-allocatable (no object from
+ * either context was allocated between them, HALO's rule): a link between objects that a
+ * shared pool would place side by side, such as an owner and the companion allocated with
+ * it. A link between objects allocated far apart (a list cell made long after the record
+ * it points to) is not. */
 #include "hp.h"
 
-static HpCountMap edges;
+static HpCountMap edges, adjacent;
 
-void hp_edges_init(void) { hp_cm_init(&edges, 1 << 12); }
+void hp_edges_init(void)
+{
+   hp_cm_init(&edges, 1 << 12);
+   hp_cm_init(&adjacent, 1 << 10);
+}
+
+/* No object of from's or to's context was allocated strictly between the two. */
+static Bool coallocatable(const HpObj* a, const HpObj* b)
+{
+   if (a == b) return False;
+   const HpObj* e = a->id < b->id ? a : b;   /* earlier */
+   const HpObj* l = a->id < b->id ? b : a;   /* later */
+   if (l->prev_ctx_seq > e->id) return False;
+   return e->next_ctx_seq == 0 || e->next_ctx_seq >= l->id;
+}
 
 void hp_edges_store(HpObj* from, Addr at, UWord value)
 {
    HpObj* to = hp_map_find(value);
    if (!to) return;
    ULong off = from->big ? ~0ULL : (ULong)(at - from->addr);
-   hp_cm_add(&edges, ((ULong)from->cid << 32) | to->cid, off, 1);
+   ULong key = ((ULong)from->cid << 32) | to->cid;
+   hp_cm_add(&edges, key, off, 1);
+   if (coallocatable(from, to)) hp_cm_add(&adjacent, key, off, 1);
 }
 
 void hp_edges_fini(void)
@@ -21,6 +43,7 @@ void hp_edges_fini(void)
    for (ULong i = 0; i <= edges.mask; i++) {
       HpCount* c = &edges.tab[i];
       if (!c->n) continue;
-      hp_out_printf("P %llu %lld %llu %llu\n", c->k1 >> 32, (Long)c->k2, c->k1 & 0xffffffffULL, c->n);
+      hp_out_printf("P %llu %lld %llu %llu %llu\n", c->k1 >> 32, (Long)c->k2, c->k1 & 0xffffffffULL, c->n,
+                    hp_cm_get(&adjacent, c->k1, c->k2));
    }
 }

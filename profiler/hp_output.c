@@ -105,6 +105,15 @@ void hp_cm_init(HpCountMap* m, ULong cap)
    m->used = 0;
 }
 
+ULong hp_cm_get(const HpCountMap* m, ULong k1, ULong k2)
+{
+   for (ULong i = hp_cm_hash(k1, k2) & m->mask;; i = (i + 1) & m->mask) {
+      const HpCount* c = &m->tab[i];
+      if (c->n == 0) return 0;
+      if (c->k1 == k1 && c->k2 == k2) return c->n;
+   }
+}
+
 void hp_cm_add_slow(HpCountMap* m, ULong k1, ULong k2, ULong n)
 {
    ULong i = hp_cm_hash(k1, k2) & m->mask;

@@ -125,6 +125,25 @@ def test_graph_from_profile_uses_accesses_and_affinity() -> None:
     assert set(g2.accesses) == {1, 2, 3} and (3, 4) not in g2.edges
 
 
+def test_walk_weight_keeps_a_traversed_structure_alone() -> None:
+    """Health's waiting lists, in small: cells (1) and patients (2) are co-accessed (edge
+    100), cells are also walked on their own in another order than allocated (walk 400).
+    HALO (walk_weight 0): s({1}) = 10, s({1,2}) = (10+5+100)/3 = 38.3 -> merged.
+    walk_weight 1: loop(1) = 410, s({1}) = 410; s({1,2}) = (410+5+100)/3 = 171.7,
+    m = 171.7 - 0.95*410 < 0 -> 1 stays alone; then {2} (loop 5) alone."""
+    prof = Profile()
+    prof.contexts = {1: Context(1, "m", [(1, 0x100)], loads=1000), 2: Context(2, "m", [(1, 0x200)], loads=500)}
+    prof.affinity = {(1, 1): 10, (2, 2): 5, (1, 2): 100}
+    prof.walk = {1: 400}
+    halo = grouping.graph_from_profile(prof)
+    assert halo.edges[(1, 1)] == 10
+    assert members(grouping.group_contexts(halo, OPEN)) == [[1, 2]]
+    ours = grouping.graph_from_profile(prof, walk_weight=1.0)
+    assert ours.edges[(1, 1)] == 410 and ours.edges[(2, 2)] == 5
+    assert members(grouping.group_contexts(ours, OPEN)) == [[1], [2]]
+    assert GroupingParams().walk_weight == 1.0
+
+
 # --- hot data streams ----------------------------------------------------------------------
 
 def test_hot_stream_analysis_finds_the_planted_stream() -> None:

@@ -80,7 +80,7 @@ def test_exact_counts(tmp_path: Path, progs: Path) -> None:
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout == f"{N * (N - 1) // 2}\n".encode()  # the program's own output, untouched
     p = read_profile(out)
-    assert p.complete and p.version == 1
+    assert p.complete and p.version == 1 and p.has_adjacent_links
     assert len(p.contexts) == 2  # nothing else in the program allocates
     ca, cb = contexts_by_site(p)
     # contexts: innermost frame is the malloc call in alloc_a/alloc_b, then main; offsets
@@ -125,8 +125,10 @@ def test_exact_counts(tmp_path: Path, progs: Path) -> None:
         (ca.id, ca.id): 3 * (N - 1),
         (cb.id, cb.id): 2 * (N - 1),
     }
-    # pointer edges: A_i->b = B_i, one store each at offset 0
+    # pointer edges: A_i->b = B_i, one store each at offset 0; A_i and B_i were allocated
+    # one after the other (ids 2i+1, 2i+2), so every link joins co-allocatable objects
     assert p.pointer_edges == {(ca.id, 0, cb.id): N}
+    assert p.adjacent_links == {(ca.id, 0, cb.id): N}
     # reference stream: 1..2N, then the A ids, then 1..2N again
     expected_stream = list(range(1, 2 * N + 1)) + list(range(1, 2 * N, 2)) + list(range(1, 2 * N + 1))
     assert p.stream == expected_stream and not p.stream_truncated
@@ -308,6 +310,7 @@ def affinity_reference(sites: list[int], accesses: list[tuple[int, int]], distan
 
     queue: list[tuple[int, int]] = []
     graph: dict = {}
+    walk: dict = {}  # site -> pairs of its own objects, affine but not co-allocatable
     for u, size in accesses:
         if queue and queue[-1][0] == u:
             continue
@@ -317,13 +320,17 @@ def affinity_reference(sites: list[int], accesses: list[tuple[int, int]], distan
             dist += vsize
             if dist > distance:
                 break
-            if v == u or v in seen or not coallocatable(u, v):
+            if v == u or v in seen:
                 continue
             seen.add(v)
+            if not coallocatable(u, v):
+                if sites[u] == sites[v]:
+                    walk[sites[u]] = walk.get(sites[u], 0) + 1
+                continue
             key = (min(sites[u], sites[v]), max(sites[u], sites[v]))
             graph[key] = graph.get(key, 0) + 1
         queue.append((u, size))
-    return graph
+    return graph, walk
 
 
 @pytest.mark.parametrize("distance", [32, 128])
@@ -338,7 +345,7 @@ def test_affinity_matches_reference_model(tmp_path: Path, progs: Path, distance:
         rng.next(obj // size)   # offset
         rng.next(2)             # load or store
         accesses.append((o, size))
-    expected = affinity_reference(sites, accesses, distance)
+    expected, expected_walk = affinity_reference(sites, accesses, distance)
 
     r, out = profile(tmp_path, [str(progs / "hp_affinity_model")], "--affinity-distance", str(distance))
     assert r.returncode == 0, r.stderr.decode()
@@ -356,3 +363,28 @@ def test_affinity_matches_reference_model(tmp_path: Path, progs: Path, distance:
             got[(min(a, b), max(a, b))] = w
     assert got == expected
     assert sum(p.affinity.values()) == sum(expected.values())   # nothing else on the heap
+    # walk weights (R records): same-site pairs that only co-allocatability rejected
+    assert {ctx_of_site[x]: n for x, n in p.walk.items() if x in ctx_of_site} == expected_walk
+    assert expected_walk and sum(p.walk.values()) == sum(expected_walk.values())
+
+
+def test_vector_stores_of_pointers(tmp_path: Path, progs: Path) -> None:
+    """16- and 32-byte stores (two or four pointer fields filled at once) count one edge per
+    8-byte lane; links between cells allocated one after another are co-allocatable, links
+    from a cell to a payload allocated long before it, or to itself, are not."""
+    vn = 300
+    r, out = profile(tmp_path, [str(progs / "hp_vecstore")])
+    assert r.returncode == 0, r.stderr.decode()
+    avx = r.stdout.decode().strip() == "avx 1"
+    p = read_profile(out)
+    (pay,) = [c.id for c in p.contexts.values() if frame_names(p, c)[:1] == ["alloc_payload"]]
+    (cell,) = [c.id for c in p.contexts.values() if frame_names(p, c)[:1] == ["alloc_cell"]]
+    rounds = 2 if avx else 1
+    expected = {(cell, 0, pay): rounds * vn, (cell, 8, cell): rounds * (vn - 1)}
+    if avx:
+        expected |= {(cell, 16, pay): vn, (cell, 24, cell): vn}
+    assert {k: v for k, v in p.pointer_edges.items() if k[0] == cell} == expected
+    assert p.adjacent_links.get((cell, 8, cell)) == rounds * (vn - 1)
+    assert p.adjacent_links.get((cell, 0, pay), 0) == 0 and p.adjacent_links.get((cell, 24, cell), 0) == 0
+    assert p.contexts[cell].stores == rounds * vn
+    assert p.contexts[cell].store_bytes == vn * (16 + (32 if avx else 0))

@@ -26,6 +26,7 @@ GROUPING_HELP = {
     "gthresh": "keep a group only if its edges weigh this share of accesses",
     "shape_merge": "1: contract contexts linked into one data structure before grouping (beyond HALO); 0: off",
     "shape_min_share": "a pointer link merges contexts when it joins this share of the smaller one's objects",
+    "walk_weight": "share of each context's walk weight (own objects co-accessed, not co-allocatable) added to its loop (beyond HALO); 0: off",
 }
 HDS_HELP = {
     "min_len": "shortest hot data stream (objects)",
