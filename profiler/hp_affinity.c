@@ -92,16 +92,16 @@ static inline void add_edge(UInt x, UInt y, UInt n)
    hp_affinity_pairs += n;
 }
 
-static void count_walk(UInt x)
+static void count_walk(UInt x, UInt n)
 {
    if (UNLIKELY(x >= nwalk)) {
-      UInt n = nwalk ? nwalk : 256;
-      while (n <= x) n *= 2;
-      walk = VG_(realloc)("hp.walk", walk, n * sizeof(ULong));
-      VG_(memset)(walk + nwalk, 0, (n - nwalk) * sizeof(ULong));
-      nwalk = n;
+      UInt cap = nwalk ? nwalk : 256;
+      while (cap <= x) cap *= 2;
+      walk = VG_(realloc)("hp.walk", walk, cap * sizeof(ULong));
+      VG_(memset)(walk + nwalk, 0, (cap - nwalk) * sizeof(ULong));
+      nwalk = cap;
    }
-   walk[x]++;
+   walk[x] += n;
 }
 
 void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
@@ -121,6 +121,7 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
    ULong A = hp_opt.affinity_distance;
    UInt x = u->cid, run_y = 0, run_n = 0;   /* consecutive hits on one context, added at once */
    UInt k_u = 0;                            /* position of u's older entry, if reached */
+   UInt walk_n = 0;                         /* u's own context, not co-allocatable */
    for (UInt k = 1; k <= q->n; k++) {
       QEnt* e = &q->e[(q->head - k) & mask];
       dist += e->size;
@@ -128,7 +129,7 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
       if (e->o == u) {
          k_u = k;
       } else if (!coallocatable(u, e)) {
-         if (e->cid == x) count_walk(x);
+         walk_n += e->cid == x;
       } else {
          if (e->cid != run_y && run_n) {
             add_edge(x, run_y, run_n);
@@ -140,6 +141,7 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
       dist += e->gap;
    }
    if (run_n) add_edge(x, run_y, run_n);
+   if (walk_n) count_walk(x, walk_n);
    QEnt ent = { .o = u, .size = sz, .cid = u->cid, .id = u->id, .prev_ctx_seq = u->prev_ctx_seq,
                 .next_ctx_seq = u->next_ctx_seq, .gap = 0 };
    if (k_u) {

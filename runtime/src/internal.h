@@ -46,7 +46,13 @@ void hl_assert_fail(const char *expr, const char *file, int line);
 #define HL_NCLASSES 45 /* class 0 is "no object"; 1..44 are sizes */
 extern const uint32_t hl_class_size[HL_NCLASSES];
 extern const uint8_t hl_small_class[(256 >> HL_GRANULE_SHIFT) + 1];
-uint8_t hl_size_class_large(size_t size);
+static inline uint8_t hl_size_class_large(size_t size) { /* 256 < size <= HL_MAX_CLASS_SIZE */
+  hl_assert(size > 256 && size <= HL_MAX_CLASS_SIZE);
+  size_t s = size - 1;
+  unsigned msb = 63u - (unsigned)__builtin_clzll(s);        /* >= 8 */
+  unsigned quarter = (unsigned)(s >> (msb - 2)) & 3u;
+  return (uint8_t)(17u + (msb - 8u) * 4u + quarter);
+}
 
 /* Size class for a request of at most HL_MAX_CLASS_SIZE bytes. */
 static inline uint8_t hl_size_class(size_t size) {
@@ -87,6 +93,11 @@ typedef struct hl_next {
   void *(*valloc)(size_t);
   void *(*pvalloc)(size_t);
   size_t (*malloc_usable_size)(void *);
+  /* the C++ sized deletes of the allocator underneath, when it has its own (jemalloc,
+   * tcmalloc, mimalloc: cheaper than free, the size is known); NULL for glibc, whose are
+   * libstdc++'s and only call free */
+  void (*sized_delete)(void *, size_t);
+  void (*sized_delete_array)(void *, size_t);
 } hl_next;
 
 extern hl_next hl_next_alloc;
@@ -209,8 +220,9 @@ void *hl_realloc_ours(void *p, size_t size);
 void hl_tpool_destroy(hl_tpool *tp);
 
 /* The allocation fast path: the most recently freed slot of the class, else fresh bump
- * space in the current chunk. */
-static inline void *hl_tpool_alloc(hl_tpool *tp, size_t size) {
+ * space in the current chunk; NULL when neither is there (then hl_tpool_alloc_slow). It
+ * calls nothing, so the entry points that inline it need no saved registers. */
+static inline void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class(size);
   hl_free_slot *obj = tp->free[cls];
   if (obj != NULL) {
@@ -236,7 +248,12 @@ static inline void *hl_tpool_alloc(hl_tpool *tp, size_t size) {
       return b;
     }
   }
-  return hl_tpool_alloc_slow(tp, cls, size);
+  return NULL;
+}
+
+static inline void *hl_tpool_alloc(hl_tpool *tp, size_t size) {
+  void *p = hl_tpool_try_alloc(tp, size);
+  return HL_LIKELY(p != NULL) ? p : hl_tpool_alloc_slow(tp, hl_size_class(size), size);
 }
 
 /* ---- stack walking (unwind.c) ---- */

@@ -8,27 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fastpath.h"
 
-static void count_forwarded(size_t size) {
-  if (HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0))) {
-    atomic_fetch_add_explicit(&hl_state.forwarded_objects, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&hl_state.forwarded_bytes, size, memory_order_relaxed);
-  }
-}
-
-/* Per-thread cache of pooled call sites: a hit skips the context table and the heap
- * lookup. Direct-mapped by return address; only pooled sites are entered. */
-#define SITE_CACHE_SLOTS 256u
-typedef struct site_cache_entry {
-  uintptr_t ra;
-  hl_tpool *tp;     /* NULL: not pooled; TP_WALK: the plan needs a stack walk here */
-  hl_step_rule r0;  /* with TP_WALK: the unwind rule at ra, the walk's first step */
-} site_cache_entry;
-static __thread site_cache_entry tl_sites[SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+__thread hl_site_cache_entry hl_tl_sites[HL_SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
 
 void hl_site_cache_clear(void) {
-  for (unsigned i = 0; i < SITE_CACHE_SLOTS; i++) tl_sites[i].ra = 0;
+  for (unsigned i = 0; i < HL_SITE_CACHE_SLOTS; i++) hl_tl_sites[i].ra = 0;
 }
 
 static hl_tpool *tpool_of(uint16_t pool) {
@@ -38,7 +23,7 @@ static hl_tpool *tpool_of(uint16_t pool) {
   return tp != NULL ? tp : hl_tpool_create(heap, pool);
 }
 
-static HL_NOINLINE hl_tpool *site_tpool_slow(uintptr_t ra, size_t size, site_cache_entry *e) {
+HL_NOINLINE hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size, hl_site_cache_entry *e) {
   uint16_t pool = hl_callsite_pool(ra, size);
   if (pool == 0) return NULL;
   hl_tpool *tp = tpool_of(pool);
@@ -50,15 +35,14 @@ static HL_NOINLINE hl_tpool *site_tpool_slow(uintptr_t ra, size_t size, site_cac
 
 /* The plan policy's identification. Answers decided by the return address alone are
  * cached, including "not grouped" (tp NULL); a return address whose answer needs a stack
- * walk is cached as TP_WALK, so the next call goes straight to the walk. */
-#define TP_WALK ((hl_tpool *)1)
+ * walk is cached as HL_TP_WALK, so the next call goes straight to the walk. */
 
 /* Ungrouped objects: with a plan's `rest callsite` they get per-site pools (0 otherwise). */
 static inline uint16_t rest_pool(uintptr_t ra, size_t size) {
   return hl_state.opt.site_max_size ? hl_callsite_pool(ra, size) : 0;
 }
 
-static HL_NOINLINE hl_tpool *plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size) {
+HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size) {
   uint16_t pool = hl_plan_pool_walk(hl_caller_frame(fp), r0);
   if (pool == 0 && (pool = rest_pool((uintptr_t)fp[1], size)) == 0) return NULL;
   hl_heap *heap = hl_tl_heap;
@@ -66,19 +50,19 @@ static HL_NOINLINE hl_tpool *plan_walk_tpool(void *const *fp, const hl_step_rule
   return HL_LIKELY(tp != NULL) ? tp : tpool_of(pool);
 }
 
-static HL_NOINLINE hl_tpool *plan_tpool_slow(void *const *fp, size_t size, site_cache_entry *e) {
+HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size, hl_site_cache_entry *e) {
   int needs_walk;
   hl_frame f = hl_caller_frame(fp);
   uint16_t pool = hl_plan_pool(f, &needs_walk);
   if (needs_walk) {
     e->ra = f.pc;
-    e->tp = TP_WALK;
+    e->tp = HL_TP_WALK;
     hl_unwind_rule(f.pc, &e->r0);
     if (pool == 0 && (pool = rest_pool(f.pc, size)) == 0) return NULL;
     return tpool_of(pool);
   }
   if (pool == 0 && hl_state.opt.site_max_size) /* the rest: per-site pools, as callsite */
-    return site_tpool_slow(f.pc, size, e);
+    return hl_site_tpool_slow(f.pc, size, e);
   hl_tpool *tp = pool ? tpool_of(pool) : NULL;
   if (tp != NULL || pool == 0) {
     e->ra = f.pc;
@@ -87,49 +71,9 @@ static HL_NOINLINE hl_tpool *plan_tpool_slow(void *const *fp, size_t size, site_
   return tp;
 }
 
-/* A pooled object for this request under the active policy, or NULL to forward. */
-static inline void *policy_alloc(int policy, size_t size, void *const *fp) {
-  if (size > hl_state.opt.max_size) return NULL;
-  uintptr_t ra = (uintptr_t)fp[1];
-  site_cache_entry *e = &tl_sites[((ra >> 2) ^ (ra >> 11)) & (SITE_CACHE_SLOTS - 1)];
-  hl_tpool *tp;
-  if (HL_LIKELY(e->ra == ra)) {
-    tp = e->tp;
-    if (HL_UNLIKELY(tp == TP_WALK)) tp = plan_walk_tpool(fp, &e->r0, size);
-  } else if (policy == HL_POLICY_CALLSITE) {
-    tp = site_tpool_slow(ra, size, e);
-  } else {
-    tp = plan_tpool_slow(fp, size, e);
-  }
-  /* a pool takes objects up to its own limit (a plan's groups and site pools differ) */
-  return tp != NULL && size <= tp->max_size ? hl_tpool_alloc(tp, size) : NULL;
-}
+HL_NOINLINE void *hl_malloc_from(size_t size, void *const *fp) { return hl_malloc_fast(size, fp); }
 
-/* malloc on behalf of the caller of the entry point whose frame pointer is fp. */
-static inline void *malloc_from(size_t size, void *const *fp) {
-  int policy = hl_policy();
-  if (policy >= HL_POLICY_CALLSITE) {
-    void *p = policy_alloc(policy, size, fp);
-    if (HL_LIKELY(p != NULL)) return p;
-  } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
-    return hl_bootstrap_alloc(size, HL_GRANULE);
-  }
-  count_forwarded(size);
-  return hl_next_alloc.malloc(size);
-}
-
-void *hl_malloc_from(size_t size, void *const *fp) { return malloc_from(size, fp); }
-
-static inline void free_inline(void *p) {
-  if (hl_is_ours(p)) {
-    hl_free_ours_inline(p);
-    return;
-  }
-  if (HL_UNLIKELY(hl_is_bootstrap(p))) return;
-  hl_next_alloc.free(p);
-}
-
-void hl_free(void *p) { free_inline(p); }
+void hl_free(void *p) { hl_free_fast(p); }
 
 /* malloc itself is three instructions of assembly: with nothing to place (policy off) it
  * jumps straight to the allocator underneath, without even setting up a frame; otherwise
@@ -139,7 +83,16 @@ void hl_free(void *p) { free_inline(p); }
 _Static_assert(offsetof(hl_state_t, passthrough) == 0, "malloc's stub reads hl_state+0");
 _Static_assert(offsetof(hl_next, malloc) == 0, "malloc's stub jumps through hl_next_alloc+0");
 
-__attribute__((used, noinline)) void *hl_malloc_placing(size_t size) { return malloc_from(size, HL_FRAME); }
+static HL_NOINLINE void *malloc_forward(size_t size) {
+  hl_count_forwarded(size);
+  return hl_next_alloc.malloc(size);
+}
+
+__attribute__((used, noinline)) void *hl_malloc_placing(size_t size) {
+  void *p = hl_alloc_try(size, HL_FRAME);
+  if (HL_LIKELY(p > HL_FORWARD)) return p;
+  return p == HL_FORWARD ? malloc_forward(size) : hl_malloc_from(size, HL_FRAME);
+}
 
 __asm__(".text\n"
         ".globl malloc\n"
@@ -151,7 +104,7 @@ __asm__(".text\n"
         "  jmp *hl_next_alloc(%rip)\n"
         ".size malloc, .-malloc\n");
 
-HL_EXPORT void free(void *p) { free_inline(p); }
+HL_EXPORT void free(void *p) { hl_free_fast(p); }
 
 HL_EXPORT void *calloc(size_t n, size_t size) {
   size_t total;
@@ -161,12 +114,12 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
   }
   int policy = hl_policy();
   if (policy >= HL_POLICY_CALLSITE) {
-    void *p = policy_alloc(policy, total, HL_FRAME);
+    void *p = hl_policy_alloc(policy, total, HL_FRAME);
     if (p != NULL) return memset(p, 0, total);
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(total, HL_GRANULE);
   }
-  count_forwarded(total);
+  hl_count_forwarded(total);
   return hl_next_alloc.calloc(n, size);
 }
 
@@ -225,10 +178,10 @@ static void *aligned_from(size_t align, size_t size, void *const *fp, void *(*be
   if (align <= HL_GRANULE && policy >= HL_POLICY_CALLSITE) {
     /* our slots are 16-aligned; the allocator below may not be for small sizes (jemalloc's
      * 8-byte class), so what we do not place still goes to its aligned entry point */
-    void *p = policy_alloc(policy, size, fp);
+    void *p = hl_policy_alloc(policy, size, fp);
     if (p != NULL) return p;
   }
-  count_forwarded(size);
+  hl_count_forwarded(size);
   return below(align, size);
 }
 
@@ -259,13 +212,13 @@ HL_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
 
 HL_EXPORT void *valloc(size_t size) {
   if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, 4096);
-  count_forwarded(size);
+  hl_count_forwarded(size);
   return hl_next_alloc.valloc(size);
 }
 
 HL_EXPORT void *pvalloc(size_t size) {
   if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc((size + 4095) & ~(size_t)4095, 4096);
-  count_forwarded(size);
+  hl_count_forwarded(size);
   return hl_next_alloc.pvalloc(size);
 }
 

@@ -11,7 +11,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "fastpath.h"
 
 typedef void (*new_handler_fn)(void);
 
@@ -31,11 +31,25 @@ static void *retry_or_throw(size_t size, size_t align, void *const *ra, int noth
   }
 }
 
-static inline void *new_impl(size_t size, void *const *ra, int nothrow) {
-  void *p = atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) ? hl_next_alloc.malloc(size ? size : 1)
-                                                                               : hl_malloc_from(size ? size : 1, ra);
+static HL_NOINLINE void *new_slow(size_t size, void *const *ra, int nothrow) {
+  void *p = atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) ? hl_next_alloc.malloc(size)
+                                                                               : hl_malloc_from(size, ra);
   if (HL_LIKELY(p != NULL)) return p;
-  return retry_or_throw(size ? size : 1, 0, ra, nothrow);
+  return retry_or_throw(size, 0, ra, nothrow);
+}
+
+static HL_NOINLINE void *new_forward(size_t size, void *const *ra, int nothrow) {
+  hl_count_forwarded(size);
+  void *p = hl_next_alloc.malloc(size);
+  return HL_LIKELY(p != NULL) ? p : retry_or_throw(size, 0, ra, nothrow);
+}
+
+/* The fast path inline (no calls, no saved registers), everything else out of line. */
+static inline __attribute__((always_inline)) void *new_impl(size_t size, void *const *ra, int nothrow) {
+  size = size ? size : 1;
+  void *p = hl_alloc_try(size, ra);
+  if (HL_LIKELY(p > HL_FORWARD)) return p;
+  return p == HL_FORWARD ? new_forward(size, ra, nothrow) : new_slow(size, ra, nothrow);
 }
 
 static void *new_aligned_impl(size_t size, size_t align, void *const *ra, int nothrow) {
@@ -64,23 +78,32 @@ HL_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, co
 
 /* delete: every form frees; the size and alignment arguments are not needed because the
  * pointer alone says whose it is and how large its slot is. */
-HL_EXPORT void _ZdlPv(void *p) { hl_free(p); }
-HL_EXPORT void _ZdaPv(void *p) { hl_free(p); }
-HL_EXPORT void _ZdlPvm(void *p, size_t size) { (void)size; hl_free(p); }
-HL_EXPORT void _ZdaPvm(void *p, size_t size) { (void)size; hl_free(p); }
-HL_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; hl_free(p); }
-HL_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; hl_free(p); }
-HL_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align) { (void)align; hl_free(p); }
-HL_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align) { (void)align; hl_free(p); }
-HL_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align) { (void)size; (void)align; hl_free(p); }
-HL_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align) { (void)size; (void)align; hl_free(p); }
+HL_EXPORT void _ZdlPv(void *p) { hl_free_fast(p); }
+HL_EXPORT void _ZdaPv(void *p) { hl_free_fast(p); }
+/* sized deletes: ours by the pointer; the allocator underneath by its own sized delete when
+ * it has one (it is told the size it would otherwise look up) */
+static inline __attribute__((always_inline)) void sized_free(void *p, size_t size, void (*below)(void *, size_t)) {
+  if (hl_is_ours(p) || hl_is_bootstrap(p) || below == NULL) {
+    hl_free_fast(p);
+    return;
+  }
+  below(p, size);
+}
+HL_EXPORT void _ZdlPvm(void *p, size_t size) { sized_free(p, size, hl_next_alloc.sized_delete); }
+HL_EXPORT void _ZdaPvm(void *p, size_t size) { sized_free(p, size, hl_next_alloc.sized_delete_array); }
+HL_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; hl_free_fast(p); }
+HL_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; hl_free_fast(p); }
+HL_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align) { (void)align; hl_free_fast(p); }
+HL_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align) { (void)align; hl_free_fast(p); }
+HL_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align) { (void)size; (void)align; hl_free_fast(p); }
+HL_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align) { (void)size; (void)align; hl_free_fast(p); }
 HL_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt) {
   (void)align;
   (void)nt;
-  hl_free(p);
+  hl_free_fast(p);
 }
 HL_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt) {
   (void)align;
   (void)nt;
-  hl_free(p);
+  hl_free_fast(p);
 }

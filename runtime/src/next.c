@@ -63,6 +63,15 @@ static void *fallback_pvalloc(size_t size) {
 }
 static size_t fallback_usable_size(void *p) { (void)p; return 0; }
 
+/* A C++ allocation function of the allocator underneath, or NULL when the next definition
+ * is libstdc++'s own (which just calls malloc or free, that is: us again). */
+static void *allocator_own(const char *name) {
+  void *sym = dlsym(RTLD_NEXT, name);
+  Dl_info info;
+  if (sym == NULL || !dladdr(sym, &info) || info.dli_fname == NULL) return NULL;
+  return strstr(info.dli_fname, "libstdc++") ? NULL : sym;
+}
+
 #define RESOLVE(field, fallback)                                        \
   do {                                                                  \
     void *sym = dlsym(RTLD_NEXT, #field);                               \
@@ -80,4 +89,6 @@ void hl_next_resolve(void) {
   RESOLVE(valloc, fallback_valloc);
   RESOLVE(pvalloc, fallback_pvalloc);
   RESOLVE(malloc_usable_size, fallback_usable_size);
+  hl_next_alloc.sized_delete = (void (*)(void *, size_t))allocator_own("_ZdlPvm");
+  hl_next_alloc.sized_delete_array = (void (*)(void *, size_t))allocator_own("_ZdaPvm");
 }

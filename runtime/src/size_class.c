@@ -14,10 +14,3 @@ const uint8_t hl_small_class[(256 >> HL_GRANULE_SHIFT) + 1] = {
     1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
 };
 
-uint8_t hl_size_class_large(size_t size) {
-  hl_assert(size > 256 && size <= HL_MAX_CLASS_SIZE);
-  size_t s = size - 1;
-  unsigned msb = 63u - (unsigned)__builtin_clzll(s);        /* >= 8 */
-  unsigned quarter = (unsigned)(s >> (msb - 2)) & 3u;
-  return (uint8_t)(17u + (msb - 8u) * 4u + quarter);
-}

@@ -1,0 +1,97 @@
+/* The allocation fast path, shared by malloc and calloc (interpose.c) and operator new
+ * (new_delete.c), inlined into each entry point:
+ *
+ *   1. the policy (one load; off never gets here: malloc's stub jumps below us);
+ *   2. a per-thread cache maps the return address to its pool: a hit is one compare;
+ *      a miss or a "needs a stack walk" entry goes to the slow paths in interpose.c;
+ *   3. the pool's fast path (hl_tpool_alloc, internal.h): the most recently freed slot of
+ *      the size class, else bump allocation in the current chunk.
+ *
+ * NULL at any step means: the allocator underneath serves the request. */
+#ifndef HL_FASTPATH_H
+#define HL_FASTPATH_H
+
+#include "internal.h"
+
+/* Per-thread cache of allocation sites, direct-mapped by return address. */
+#define HL_SITE_CACHE_SLOTS 256u
+typedef struct hl_site_cache_entry {
+  uintptr_t ra;
+  hl_tpool *tp;     /* NULL: not pooled; HL_TP_WALK: the plan needs a stack walk here */
+  hl_step_rule r0;  /* with HL_TP_WALK: the unwind rule at ra, the walk's first step */
+} hl_site_cache_entry;
+#define HL_TP_WALK ((hl_tpool *)1)
+extern __thread hl_site_cache_entry hl_tl_sites[HL_SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+
+/* the slow paths (interpose.c): fill the cache entry and answer */
+hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size, hl_site_cache_entry *e);
+hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size, hl_site_cache_entry *e);
+hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size);
+
+static inline void hl_count_forwarded(size_t size) {
+  if (HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0))) {
+    atomic_fetch_add_explicit(&hl_state.forwarded_objects, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&hl_state.forwarded_bytes, size, memory_order_relaxed);
+  }
+}
+
+/* The common cases and nothing else: a placing policy and a cached site, whose pool has a
+ * free slot or bump room (the object), or which is cached as not pooled (HL_FORWARD: the
+ * allocator underneath serves it). NULL means "take the full path" (hl_malloc_from and
+ * its kin). It calls nothing, so the entry points inlining it stay leaves. */
+#define HL_FORWARD ((void *)1)
+static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, void *const *fp) {
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) < HL_POLICY_CALLSITE) return NULL;
+  if (size > hl_state.opt.max_size) return HL_FORWARD;
+  uintptr_t ra = (uintptr_t)fp[1];
+  const hl_site_cache_entry *e = &hl_tl_sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+  hl_tpool *tp = e->tp;
+  if (e->ra != ra || tp == HL_TP_WALK) return NULL;
+  if (tp == NULL || size > tp->max_size) return HL_FORWARD;
+  return hl_tpool_try_alloc(tp, size);
+}
+
+/* A pooled object for this request under the active policy, or NULL to forward.
+ * fp: the exported entry point's frame pointer (fp[1] is the caller's return address). */
+static inline __attribute__((always_inline)) void *hl_policy_alloc(int policy, size_t size, void *const *fp) {
+  if (size > hl_state.opt.max_size) return NULL;
+  uintptr_t ra = (uintptr_t)fp[1];
+  hl_site_cache_entry *e = &hl_tl_sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+  hl_tpool *tp;
+  if (HL_LIKELY(e->ra == ra)) {
+    tp = e->tp;
+    if (HL_UNLIKELY(tp == HL_TP_WALK)) tp = hl_plan_walk_tpool(fp, &e->r0, size);
+  } else if (policy == HL_POLICY_CALLSITE) {
+    tp = hl_site_tpool_slow(ra, size, e);
+  } else {
+    tp = hl_plan_tpool_slow(fp, size, e);
+  }
+  /* a pool takes objects up to its own limit (a plan's groups and site pools differ) */
+  return tp != NULL && size <= tp->max_size ? hl_tpool_alloc(tp, size) : NULL;
+}
+
+/* malloc on behalf of the caller of the entry point whose frame pointer is fp. */
+static inline __attribute__((always_inline)) void *hl_malloc_fast(size_t size, void *const *fp) {
+  int policy = hl_policy();
+  if (policy >= HL_POLICY_CALLSITE) {
+    void *p = hl_policy_alloc(policy, size, fp);
+    if (HL_LIKELY(p != NULL)) return p;
+  } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
+    return hl_bootstrap_alloc(size, HL_GRANULE);
+  }
+  hl_count_forwarded(size);
+  return hl_next_alloc.malloc(size);
+}
+
+/* free: our objects by address range (internal.h), the bootstrap buffer's never, the rest
+ * by the allocator underneath. */
+static inline __attribute__((always_inline)) void hl_free_fast(void *p) {
+  if (hl_is_ours(p)) {
+    hl_free_ours_inline(p);
+    return;
+  }
+  if (HL_UNLIKELY(hl_is_bootstrap(p))) return;
+  hl_next_alloc.free(p);
+}
+
+#endif
