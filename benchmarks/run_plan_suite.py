@@ -29,10 +29,18 @@ from heaplayout.workloads import load_suite  # noqa: E402
 HL = [sys.executable, "-m", "heaplayout.cli"]
 
 
+PLANS = {  # label -> `heaplayout plan` options
+    "halo": ["--strategy", "halo"],
+    "hds": ["--strategy", "hds"],
+    "halo_rest": ["--strategy", "halo", "--rest", "callsite"],
+}
+
+
 def configs(out: Path, name: str) -> list[str]:
-    halo, hds = out / f"{name}.halo.plan", out / f"{name}.hds.plan"
-    return ["glibc", "jemalloc", "mimalloc", "callsite", f"hds=plan={hds}", f"halo=plan={halo}",
-            f"halo_je=plan+jemalloc={halo}"]
+    plan = {label: out / f"{name}.{label}.plan" for label in PLANS}
+    return ["glibc", "jemalloc", "mimalloc", "tcmalloc", "callsite", f"hds=plan={plan['hds']}",
+            f"halo=plan={plan['halo']}", f"halo_rest=plan={plan['halo_rest']}",
+            f"halo_je=plan+jemalloc={plan['halo']}", f"halo_rest_mi=plan+mimalloc={plan['halo_rest']}"]
 
 
 def run(cmd: list[str], log) -> int:
@@ -71,8 +79,8 @@ def main() -> int:
         prof = out / f"{w.name}.prof"
         if not prof.exists():
             run(HL + ["profile", "-o", str(prof), "--", exe, *w.args("small")], log)
-        for strategy in ("halo", "hds"):
-            run(HL + ["plan", "--strategy", strategy, "-o", str(out / f"{w.name}.{strategy}.plan"), str(prof)], log)
+        for label, opts in PLANS.items():
+            run(HL + ["plan", *opts, "-o", str(out / f"{w.name}.{label}.plan"), str(prof)], log)
         cfg = ",".join(configs(out, w.name))
         timing, cache = out / f"{w.name}.time.json", out / f"{w.name}.cg.json"
         rc1 = rc2 = 0
@@ -88,21 +96,23 @@ def main() -> int:
         rows.append((w.name, t, c, ok and rc1 == 0 and rc2 == 0))
         print(f"[plan-suite] {w.name}: {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
 
-    labels = ["jemalloc", "mimalloc", "callsite", "hds", "halo", "halo_je"]
+    labels = ["jemalloc", "mimalloc", "tcmalloc", "callsite", "hds", "halo", "halo_rest", "halo_je", "halo_rest_mi"]
     print(f"command: python3 benchmarks/run_plan_suite.py --out {args.out} --runs {args.runs}"
           + (f" --only {args.only}" if args.only else ""))
-    print()
-    print("Wall time on the reference input: median paired ratio to glibc (lower is faster).")
-    print("D1: cachegrind D1 misses on the small input, ratio to glibc.")
-    print()
-    print("| workload | " + " | ".join(labels) + " | D1 " + " | D1 ".join(labels) + " | output |")
-    print("|---|" + "---|" * (2 * len(labels) + 1))
-    for name, t, c, ok in rows:
-        def cell(doc, label, key):
-            v = ratio(doc, label, key) if doc else None
-            return f"{v:.3f}" if v is not None else "—"
-        print(f"| {name} | " + " | ".join(cell(t, lab, "wall") for lab in labels) + " | "
-              + " | ".join(cell(c, lab, "D1") for lab in labels) + f" | {'same' if ok else 'MISMATCH'} |")
+    print("Wall time: median paired ratio to glibc over the interleaved rounds (lower is faster).")
+
+    def cell(doc, label, key):
+        v = ratio(doc, label, key) if doc else None
+        return f"{v:.3f}" if v is not None else "—"
+
+    for key, title in (("wall", "wall time, reference input"), ("D1", "cachegrind D1 misses, small input")):
+        print(f"\n{title}, ratio to glibc:\n")
+        print("| workload | " + " | ".join(labels) + (" | output |" if key == "wall" else " |"))
+        print("|---|" + "---|" * (len(labels) + (1 if key == "wall" else 0)))
+        for name, t, c, ok in rows:
+            doc = t if key == "wall" else c
+            tail = f" | {'same' if ok else 'MISMATCH'} |" if key == "wall" else " |"
+            print(f"| {name} | " + " | ".join(cell(doc, lab, key) for lab in labels) + tail)
     return 0
 
 
