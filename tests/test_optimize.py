@@ -17,8 +17,11 @@ def test_optimize_end_to_end(build_dir, runtime_lib, tmp_path):
     text = r.stdout.decode()
     assert r.returncode == 0, text + r.stderr.decode()
     assert (out / "halo_tokens.prof").exists() and (out / "halo_tokens.halo.plan").exists()
+    assert "rest callsite" in (out / "halo_tokens.halo-rest.plan").read_text()
+    assert "rest callsite" not in (out / "halo_tokens.halo.plan").read_text()
     doc = json.loads((out / "bench.json").read_text())
-    assert [c["policy"] for c in doc["configs"]] == [None, "callsite", "plan"]
+    assert [c["policy"] for c in doc["configs"]] == [None, "callsite", "plan", "plan"]
+    assert [c["label"] for c in doc["configs"]][2:] == ["planned", "planned_rest"]
     assert all(c["output_ok"] for c in doc["configs"])
     assert "== 4. verdict" in text and "heaplayout run --plan" in text
 
