@@ -112,11 +112,11 @@ def real_programs(tmp: Path) -> list[Program]:
         rnd = random.Random(1)
         with open(sql, "w") as f:
             f.write("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);\nBEGIN;\n")
-            for i in range(50000):
+            for i in range(200000):
                 f.write(f"INSERT INTO t VALUES({i}, '{rnd.random()}', {rnd.random()});\n")
             f.write("COMMIT;\nCREATE INDEX tb ON t(b);\nSELECT count(*), sum(c) FROM t WHERE b > '0.5';\n")
         db = tmp / "db.sqlite"
-        progs.append(Program("sqlite3 (50k inserts, index, query)", [sqlite, str(db)], base, stdin=str(sql),
+        progs.append(Program("sqlite3 (200k inserts, index, query)", [sqlite, str(db)], base, stdin=str(sql),
                              setup=lambda db=db: db.unlink(missing_ok=True)))
     gcc = shutil.which("gcc")
     if gcc:

@@ -388,3 +388,34 @@ def test_vector_stores_of_pointers(tmp_path: Path, progs: Path) -> None:
     assert p.adjacent_links.get((cell, 0, pay), 0) == 0 and p.adjacent_links.get((cell, 24, cell), 0) == 0
     assert p.contexts[cell].stores == rounds * vn
     assert p.contexts[cell].store_bytes == vn * (16 + (32 if avx else 0))
+
+
+def test_runs_of_accesses_to_one_object(tmp_path: Path, progs: Path) -> None:
+    """hp_samepath.c: runs of accesses to one object of mixed sizes are counted exactly, pointer
+    stores among them stay edges, a freed object's accesses end with it, and each thread's
+    affinity queue sees its own accesses even when another thread touched the object last."""
+    r, out = profile(tmp_path, [str(progs / "hp_samepath")])
+    assert r.returncode == 0, r.stderr.decode()
+    K, BIG, R = 300, 8192, 50
+    p = read_profile(out)
+    by_fn = {frame_names(p, c)[0]: c for c in p.contexts.values() if frame_names(p, c)[0].startswith("alloc_")}
+    x, y, z, big, o, q = (by_fn[f"alloc_{n}"] for n in ("x", "y", "z", "big", "o", "p"))
+    obj = {c.id: next(ob for ob in p.objects if ob.context == c.id) for c in (x, y, z, big, o, q)}
+    # phase 1, per round: X loads 1+2+4+8 bytes, stores 1+2+4+8, a pointer, a long; Y one load
+    assert (x.loads, x.stores, x.load_bytes, x.store_bytes) == (4 * K, 6 * K, 15 * K, 31 * K)
+    assert (y.loads, y.stores, y.load_bytes, y.store_bytes) == (K, 1, 8 * K, 8)
+    assert p.pointer_edges.get((x.id, 16, y.id)) == K
+    key = lambda a, b: (min(a, b), max(a, b))
+    assert p.affinity[key(x.id, y.id)] == 2 * K          # Y X Y X ... Y: 2K + 1 macro-accesses
+    assert p.stream[:2 * K + 2] == [2] + [1, 2] * K + [3]
+    # phase 2: Z's accesses are Z's, even where Z took X's place
+    assert (z.loads, z.stores, z.load_bytes, z.store_bytes) == (2, 1, 16, 8)
+    assert obj[z.id].alloc_time == obj[x.id].free_time == 11 * K + 1  # 10 X + 1 Y per round, y[0] = 1
+    # phase 3: a big object is counted, outside the affinity graph
+    assert (big.loads, big.stores, big.load_bytes, big.store_bytes) == (BIG // 8, BIG // 8, BIG, BIG)
+    assert not [e for e in p.affinity if big.id in e]
+    assert obj[big.id].free_time - obj[big.id].alloc_time == BIG // 4
+    # phase 4: O loaded by both threads in turn; thread 2's queue sees O then P every turn
+    assert (o.loads, o.stores) == (2 * R, R + 1) and (q.loads, q.stores) == (R, 1)
+    assert 2 * R - 1 <= p.affinity.get(key(o.id, q.id), 0) <= 2 * R + 1
+    assert p.summary["heap_accesses"] == sum(c.loads + c.stores for c in p.contexts.values())
