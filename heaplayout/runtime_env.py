@@ -24,6 +24,7 @@ OPTION_VARIABLES: dict[str, str] = {
     "chunk_size": "HEAPLAYOUT_CHUNK_SIZE",  # HALO 5: 1 MiB chunks
     "range": "HEAPLAYOUT_RANGE",  # reserved virtual range for all pools
     "cc_block": "HEAPLAYOUT_CC_BLOCK",  # ccmalloc's cc-block size
+    "chunk_colors": "HEAPLAYOUT_CHUNK_COLORS",  # start offsets new chunks cycle through (1 = off)
 }
 
 

@@ -156,3 +156,22 @@ def test_realloc_to_zero_behaves_like_the_allocator_underneath(runtime_lib, tmp_
     ours = run_program([str(exe)], env_extra=runtime_env(RuntimeConfig(policy="callsite", allocator=allocator)))
     assert plain.returncode == ours.returncode == 0
     assert ours.stdout == plain.stdout, (plain.stdout, ours.stdout)
+
+
+def test_chunks_are_coloured(runtime_lib, build_dir):
+    """Packed 64-byte objects repeat their line positions in every page; each new chunk
+    starts one line further (tunables.h HL_CHUNK_COLORS), so every 16th object of a pool
+    spread over 16+ chunks reaches all 64 line positions of a page (jemalloc: 4)."""
+    exe = build_dir / "benchmarks" / "line_positions"
+    assert exe.exists(), f"{exe} not built"
+    env = {**CALLSITE_EVERY, "HEAPLAYOUT_CHUNK_SIZE": str(256 << 10), "LD_PRELOAD": str(runtime_lib)}
+    r = run_program([str(exe), "200000", "64", "16"], env_extra=env)   # 12.8 MB: about 50 chunks
+    assert r.returncode == 0, r.stderr.decode()
+    used = int(r.stdout.decode().split(" on ")[1].split(" of 64")[0])
+    assert used == 64, r.stdout.decode()
+    # within one chunk, or with colouring off, the pattern is plain packing: 4 positions
+    for argv, extra in ((["2000", "64", "16"], {}), (["200000", "64", "16"], {"HEAPLAYOUT_CHUNK_COLORS": "1"})):
+        r = run_program([str(exe), *argv], env_extra={**env, **extra})
+        assert r.returncode == 0 and not r.stderr, r.stderr.decode()
+        used = int(r.stdout.decode().split(" on ")[1].split(" of 64")[0])
+        assert used == 4, r.stdout.decode()

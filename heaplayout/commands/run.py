@@ -27,12 +27,14 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-size", metavar="BYTES", help="pool chunk size, power of two (default 1M, HALO)")
     parser.add_argument("--range", metavar="BYTES", help="virtual range reserved for pools (default 64G)")
     parser.add_argument("--cc-block", metavar="BYTES", help="ccmalloc cc-block size (default 256)")
+    parser.add_argument("--chunk-colors", metavar="N",
+                        help="start offsets new chunks cycle through, 1-64 (default 64; 1 = no colouring)")
 
 
 def config_from_args(args: argparse.Namespace) -> RuntimeConfig:
     options = {
         name: getattr(args, name)
-        for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block")
+        for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block", "chunk_colors")
         if getattr(args, name, None) is not None
     }
     policy = args.policy or ("plan" if getattr(args, "plan", None) else "callsite")

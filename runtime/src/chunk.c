@@ -59,13 +59,18 @@ int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block) {
   return 1;
 }
 
+static atomic_uint color_seq;
+
 static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   c->magic = HL_CHUNK_MAGIC;
   c->pool = pool;
   c->in_use = 1;
   atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
   c->next = c->prev = NULL;
-  c->data = (char *)c + hl_rng.meta_bytes;
+  /* ccmalloc chunks keep cc-blocks aligned to the chunk: no colour */
+  uint32_t colors = hl_state.opt.chunk_colors ? hl_state.opt.chunk_colors : 1;
+  unsigned color = pool == HL_POOL_CC ? 0 : atomic_fetch_add_explicit(&color_seq, 1, memory_order_relaxed) % colors;
+  c->data = (char *)c + hl_rng.meta_bytes + (size_t)color * HL_COLOR_STEP;
   c->end = (char *)c + hl_rng.chunk_size;
   c->accounted = 0;
   atomic_store_explicit(&c->remote, NULL, memory_order_relaxed);

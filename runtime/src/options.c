@@ -15,6 +15,7 @@ static const char *const known_variables[] = {
     "HEAPLAYOUT_POLICY",     "HEAPLAYOUT_MIN_OBJECTS", "HEAPLAYOUT_MAX_SIZE",
     "HEAPLAYOUT_CHUNK_SIZE", "HEAPLAYOUT_RANGE",       "HEAPLAYOUT_CC_BLOCK",
     "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  "HEAPLAYOUT_PLAN",        "HEAPLAYOUT_PROGRAM",
+    "HEAPLAYOUT_CHUNK_COLORS",
     NULL,
 };
 
@@ -108,6 +109,7 @@ void hl_options_load(hl_options *opt) {
   opt->chunk_size = HL_DEFAULT_CHUNK_SIZE;
   opt->range_size = HL_DEFAULT_RANGE;
   opt->cc_block = HL_DEFAULT_CC_BLOCK;
+  opt->chunk_colors = HL_CHUNK_COLORS;
   if (getauxval(AT_SECURE)) return; /* set-uid/set-gid: the environment is not trusted */
   if (is_other_program()) return;
 
@@ -154,6 +156,9 @@ void hl_options_load(hl_options *opt) {
   v = opt->cc_block;
   ok &= size_setting("HEAPLAYOUT_CC_BLOCK", HL_MIN_CC_BLOCK, HL_MAX_CC_BLOCK, 1, &v);
   opt->cc_block = (uint32_t)v;
+  v = opt->chunk_colors;
+  ok &= size_setting("HEAPLAYOUT_CHUNK_COLORS", 1, HL_CHUNK_COLORS, 0, &v);
+  opt->chunk_colors = (uint32_t)v;
   if (ok && opt->range_size < 16 * opt->chunk_size) {
     hl_message("HEAPLAYOUT_RANGE must hold at least 16 chunks of HEAPLAYOUT_CHUNK_SIZE; running unoptimized");
     opt->range_size = HL_DEFAULT_RANGE;

@@ -24,6 +24,14 @@
 #define HL_MIN_CC_BLOCK 64u
 #define HL_MAX_CC_BLOCK 2048u /* block fill is kept in one byte of 16-byte granules */
 
+/* (env HEAPLAYOUT_CHUNK_COLORS, 1 = off) Chunk colouring, ours (mimalloc's 64 KiB pages
+ * have the effect by accident): each new chunk's objects start 64 bytes further into the
+ * page than the previous chunk's, cycling through 64 line positions. Packed same-size objects repeat their line positions in every
+ * page, so every k-th of them (a hot subset, prefix_hot) would otherwise use the same few
+ * cache sets in every chunk. Costs at most 4 KiB of a chunk. */
+#define HL_CHUNK_COLORS 64u
+#define HL_COLOR_STEP 64u
+
 /* HALO 5: keep a single spare empty chunk for reuse; return the others to the OS. */
 #define HL_SPARE_CHUNKS 1u
 
