@@ -21,7 +21,6 @@ from . import paths
 from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
 
 TOOL = "hlsim"
-WRAP_LIB = "vgpreload_hlsimwrap-amd64-linux.so"
 
 # The runtime's pool-range defaults (runtime/src/tunables.h): the tool recognises the range
 # as the client's MAP_NORESERVE mmap of range + one chunk bytes.
@@ -78,9 +77,8 @@ class SimOptions:
     model: dict[str, str] = field(default_factory=dict)
     oracle: bool = False
     oracle_hot: list[str] | None = None  # hex return addresses, hottest first (hot-first oracle)
-    # track objects and call sites (preloads the malloc-family wrappers; implied by the oracle).
-    # Off by default: the wrappers shift the stack of every allocation call, which moves the
-    # counts of layout-sensitive programs (health: DTLB misses by 30%).
+    # track objects and call sites (implied by the oracle). Off by default only for speed: the
+    # tool observes allocation calls without touching the client (simulator/hs_hooks.c).
     contexts: bool = False
     top_contexts: int = 50
 
@@ -140,10 +138,6 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         env["VALGRIND_LIB"] = str(lib)
         env.pop("LD_PRELOAD", None)
         env.update(for_program(opts.client_env(), program[0]))  # LD_PRELOAD in valgrind's own environment
-        if opts.tracks_objects():
-            # the malloc-family wrappers (not a replacement), after the allocators
-            wrap = str(lib / WRAP_LIB)
-            env["LD_PRELOAD"] = env["LD_PRELOAD"] + ":" + wrap if env.get("LD_PRELOAD") else wrap
         proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
         if not out.exists():
             raise SimulateError(f"hlsim wrote no result (valgrind exit {proc.returncode})")

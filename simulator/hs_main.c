@@ -25,7 +25,7 @@
 #include "model.h"
 #include "options.h"
 #include "hs_objects.h"
-#include "hs_requests.h"
+#include "hs_hooks.h"
 
 #define HS_CHUNK_MAGIC 0x484c434bu
 #define MAX_POOLS 65536
@@ -40,6 +40,7 @@ static Bool pool_range_given;
 static ULong pool_lo, pool_hi;
 static Bool track_contexts = True;
 static Bool oracle = False;
+static Bool trace_hooks = False;
 static Long max_contexts = 4096;
 static Long top_contexts = 50;
 static hs_model* oracle_model;
@@ -82,22 +83,9 @@ static VG_REGPARM(3) void on_access_pc(Addr a, UWord szk, UWord pc)
    }
 }
 
-static Bool hs_client_request(ThreadId tid, UWord* arg, UWord* ret)
-{
-   if (arg[0] == HS_REQ_ALLOC) {
-      if (track_contexts) ho_alloc(arg[1], arg[2], arg[3]);
-   } else if (arg[0] == HS_REQ_FREE) {
-      if (track_contexts) ho_free(arg[1]);
-   } else {
-      return False;
-   }
-   *ret = 0;
-   return True;
-}
-
 static Bool want_pc;
 
-/* Guest instructions executed (the wrappers' own excluded) and their cost in the time
+/* Guest instructions executed and their cost in the time
  * estimate, in hundredths of a cycle each. The estimate is then data-access cycles plus
  * instructions x cost: without it an allocator that runs 3x the instructions per malloc, or
  * a layout that needs fewer, looks the same to the model. */
@@ -117,24 +105,6 @@ static void add_instr_count(IRSB* sb, Int n)
    addStmtToIRSB(sb, IRStmt_WrTmp(t1, IRExpr_Load(Iend_LE, Ity_I64, where)));
    addStmtToIRSB(sb, IRStmt_WrTmp(t2, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(t1), IRExpr_Const(IRConst_U64(n)))));
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)&n_instr), IRExpr_RdTmp(t2)));
-}
-
-/* The wrappers' own code (vgpreload_hlsimwrap, hs_wrap.c) is not the client's: its loads
- * and stores are not simulated. Looked up per instruction at translation time, with the
- * text range of the last object found cached. */
-static Addr last_lo = 1, last_hi = 0;
-static Bool last_skip;
-
-static Bool in_preload(Addr pc)
-{
-   if (pc >= last_lo && pc < last_hi) return last_skip;
-   DebugInfo* di = VG_(find_DebugInfo)(VG_(current_DiEpoch)(), pc);
-   if (!di) return False;
-   const HChar* f = VG_(DebugInfo_get_filename)(di);
-   last_lo = VG_(DebugInfo_get_text_avma)(di);
-   last_hi = last_lo + VG_(DebugInfo_get_text_size)(di);
-   last_skip = f && VG_(strstr)(f, "vgpreload_hlsimwrap") != NULL;
-   return pc >= last_lo && pc < last_hi ? last_skip : False;
 }
 
 static void add_event(IRSB* sb, IRExpr* addr, Int size, Bool store, Addr pc, IRExpr* guard)
@@ -159,12 +129,12 @@ static IRSB* hs_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGues
    IRSB* sb = deepCopyIRSBExceptStmts(bbIn);
    Int i = 0;
    Addr pc = 0;
-   Bool skip = False;
    Int pending = 0;   /* instructions since the last count update: flushed before each exit */
    while (i < bbIn->stmts_used && bbIn->stmts[i]->tag != Ist_IMark) {
       addStmtToIRSB(sb, bbIn->stmts[i]);
       i++;
    }
+   if (track_contexts) hk_add_return_check(sb, (Addr)vge->base[0]);
    for (; i < bbIn->stmts_used; i++) {
       IRStmt* st = bbIn->stmts[i];
       if (!st || st->tag == Ist_NoOp) continue;
@@ -172,15 +142,15 @@ static IRSB* hs_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGues
          add_instr_count(sb, pending);
          pending = 0;
       }
-      if (skip && st->tag != Ist_IMark) {
-         addStmtToIRSB(sb, st);
-         continue;
-      }
       switch (st->tag) {
       case Ist_IMark:
          pc = (Addr)st->Ist.IMark.addr;
-         skip = in_preload(pc);
-         if (!skip) pending++;
+         pending++;
+         if (track_contexts) {
+            addStmtToIRSB(sb, st);
+            hk_add_entry_hook(sb, pc);
+            continue;
+         }
          break;
       case Ist_WrTmp: {
          IRExpr* data = st->Ist.WrTmp.data;
@@ -294,6 +264,7 @@ static Bool hs_process_cmd_line_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--per-pool", per_pool) {}
    else if VG_BOOL_CLO(arg, "--contexts", track_contexts) {}
    else if VG_BOOL_CLO(arg, "--oracle", oracle) {}
+   else if VG_BOOL_CLO(arg, "--trace-hooks", trace_hooks) {}
    else if VG_STR_CLO(arg, "--oracle-hot", oracle_hot) {}
    else if VG_BINT_CLO(arg, "--max-contexts", max_contexts, 2, 1 << 20) {}
    else if VG_BINT_CLO(arg, "--instr-cost", instr_cost, 0, 100000) {}
@@ -335,8 +306,9 @@ static void hs_print_usage(void)
 "    --pool-range=<lo>-<hi>       heaplayout pool range (hex), else detected\n"
 "    --pool-span=<bytes>, --pool-chunk=<bytes>  how to detect it [16G+1M, 1M]\n"
 "    --per-pool=yes|no            attribute misses to heaplayout pools [yes]\n"
-"    --contexts=yes|no            track heap objects (malloc family wrapped, not replaced) and\n"
-"                                 attribute misses to allocation call sites [yes]\n"
+"    --contexts=yes|no            track heap objects (malloc-family entries and returns seen\n"
+"                                 by the tool; nothing replaced or wrapped) and attribute\n"
+"                                 misses to allocation call sites [yes]\n"
 "    --max-contexts=<n>           call sites tracked, the rest pooled as one [4096]\n"
 "    --top-contexts=<n>           call sites written, by L1 misses [50]\n"
 "    --oracle=yes|no              also simulate every heap object packed densely in\n"
@@ -345,7 +317,10 @@ static void hs_print_usage(void)
 "                                 addresses, hottest first) packed first, each context apart\n");
 }
 
-static void hs_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
+static void hs_print_debug_usage(void)
+{
+   VG_(printf)("    --trace-hooks=yes|no         print each malloc-family entry point hooked [no]\n");
+}
 
 /* ------------------------------------------------------------------ output */
 
@@ -542,6 +517,7 @@ static void hs_post_clo_init(void)
          }
       }
       ho_init((UInt)max_contexts, oracle);
+      hk_init(trace_hooks);
       opts.cfg.nbuckets[opts.cfg.ndims] = (unsigned)max_contexts;
       opts.cfg.classify[opts.cfg.ndims++] = ho_classify_ctx;
    }
@@ -572,7 +548,6 @@ static void hs_pre_clo_init(void)
    VG_(basic_tool_funcs)(hs_post_clo_init, hs_instrument, hs_fini);
    VG_(needs_command_line_options)(hs_process_cmd_line_option, hs_print_usage, hs_print_debug_usage);
    VG_(needs_syscall_wrapper)(pre_syscall, post_syscall);
-   VG_(needs_client_requests)(hs_client_request);
    hs_options_init(&opts);
 }
 

@@ -158,6 +158,16 @@ static void map_range(Addr a, SizeT n, UInt id, UInt only)
    }
 }
 
+Addr ho_last_lo, ho_last_len, ho_last_delta, ho_last_plain_page = ~(Addr)0;
+static ULong dummy_count;
+ULong* ho_last_count = &dummy_count;
+
+static void forget_cached(void)
+{
+   ho_last_len = 0;
+   ho_last_plain_page = ~(Addr)0;
+}
+
 static UInt context_of(Addr ra)
 {
    UInt h = (UInt)((ra * 0x9E3779B97F4A7C15ULL) >> 40) & (ctx_hash_size - 1);
@@ -185,6 +195,7 @@ static UInt context_of(Addr ra)
 void ho_alloc(Addr p, SizeT n, Addr ra)
 {
    UInt id;
+   forget_cached();
    if (free_ids) {
       id = free_ids;
       free_ids = ho_objs[id].next_free;
@@ -222,6 +233,7 @@ void ho_free(Addr p)
    UInt id = ho_find(p);
    if (!id || ho_objs[id].start != p || !ho_objs[id].live) return;
    HsObj* o = &ho_objs[id];
+   forget_cached();
    map_range(p, o->size, 0, id);
    page_count(p, o->size, -1);
    if (o->packed) {
@@ -240,7 +252,7 @@ void ho_free(Addr p)
    ho_live_objects--;
 }
 
-Addr ho_remap_slow(HsObj* o)
+static Addr remap_slow(HsObj* o)
 {
    UInt c = size_class(o->size), g = ho_ctx[o->ctx].region;
    if (c && class_n[g][c]) {
@@ -252,6 +264,24 @@ Addr ho_remap_slow(HsObj* o)
       ho_packed_bytes += r ? r : 8;
    }
    return o->packed;
+}
+
+Addr ho_remap_lookup(Addr a)
+{
+   UInt id = ho_find(a);
+   if (!id) {
+      if (ho_in_heap_page(a)) return 0;
+      ho_last_plain_page = a >> 12;
+      return a;
+   }
+   HsObj* o = &ho_objs[id];
+   Addr base = o->packed ? o->packed : remap_slow(o);
+   ho_last_lo = o->start;
+   ho_last_len = o->size ? o->size : 1;
+   ho_last_delta = base - o->start;
+   ho_last_count = &ho_ctx[o->ctx].accesses;
+   (*ho_last_count)++;
+   return base + (a - o->start);
 }
 
 unsigned ho_classify_ctx(void* ctx, unsigned long long a)

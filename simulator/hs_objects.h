@@ -34,18 +34,22 @@ void ho_alloc(Addr p, SizeT n, Addr ra);
 void ho_free(Addr p);
 UInt ho_find(Addr a);
 Bool ho_in_heap_page(Addr a);
-Addr ho_remap_slow(HsObj* o);
 unsigned ho_classify_ctx(void* ctx, unsigned long long a);
 
-/* the oracle address of `a`, counting the access to its context; 0 = allocator metadata,
- * not part of the oracle's stream */
+/* The oracle address of `a`, counting the access to its context; 0 = allocator metadata,
+ * not part of the oracle's stream. Most accesses touch the same object as the heap access
+ * before them, or a page with no live object (the stack, globals) as the non-heap access
+ * before them: one entry of each is cached, and any allocation or free forgets both. */
+extern Addr ho_last_lo, ho_last_len, ho_last_delta, ho_last_plain_page;
+extern ULong* ho_last_count;
+Addr ho_remap_lookup(Addr a);
 static inline Addr ho_remap(Addr a)
 {
-   UInt id = ho_find(a);
-   if (!id) return ho_in_heap_page(a) ? 0 : a;
-   HsObj* o = &ho_objs[id];
-   ho_ctx[o->ctx].accesses++;
-   Addr base = o->packed ? o->packed : ho_remap_slow(o);
-   return base + (a - o->start);
+   if (a - ho_last_lo < ho_last_len) {
+      (*ho_last_count)++;
+      return a + ho_last_delta;
+   }
+   if ((a >> 12) == ho_last_plain_page) return a;
+   return ho_remap_lookup(a);
 }
 #endif

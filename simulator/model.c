@@ -27,6 +27,7 @@ struct hs_model {
   hs_bucket_stats *buckets[HS_MAX_DIMS];
   hs_u64 l1_line, l1_mask;
   hs_u64 last_line; /* L1 line of the last demand access, known MRU in L1 (and its page in the DTLB) */
+  hs_u64 last_page; /* page of the last TLB access: MRU in its DTLB set (no prefetch touches a TLB) */
   unsigned char **touched; /* pages touched since mapped: [page >> TOUCH_BITS] -> bitmap, or NULL */
 };
 
@@ -144,6 +145,7 @@ hs_model *hs_new(const hs_config *cfg) {
     zero(m->buckets[d], cfg->nbuckets[d] * sizeof(hs_bucket_stats));
   }
   m->last_line = EMPTY;
+  m->last_page = EMPTY;
   m->l1_line = cfg->level[0].line;
   m->l1_mask = ~(m->l1_line - 1);
   return m;
@@ -272,6 +274,11 @@ void hs_unmap(hs_model *m, hs_u64 lo, hs_u64 hi) {
 
 static void tlb_access(hs_model *m, hs_u64 addr) {
   hs_u64 page = addr >> m->cfg.page_shift;
+  if (page == m->last_page) { /* a DTLB hit on the set's MRU way: nothing to reorder */
+    m->st.tlb_accesses[0]++;
+    return;
+  }
+  m->last_page = page;
   for (unsigned i = 0; i < m->cfg.ntlb; i++) {
     hs_u64 victim;
     unsigned flag;

@@ -13,11 +13,9 @@ moves objects, it does not change the code, and its packing does not bound the f
 and in L1 misses. 100% = the layout reached the bound;
 negative = worse than glibc.
 
-The oracles need object tracking, which preloads hlsim's malloc-family wrappers; under them
-every allocation's return address is inside the wrapper, so our runtime's call-site and
-plan policies cannot identify anything. The layouts are therefore simulated without
-tracking, and the oracle comes from an extra glibc run with tracking; the table shows that
-run's own glibc cycles too, so the shift the wrappers cause (usually under 1%) is visible.
+The bound comes from the glibc run with tracking (both oracles); the layouts themselves are
+simulated without tracking, which is faster and gives the same counts (tracking does not touch
+the client: simulator/hs_hooks.c). The table shows the tracked glibc run's own cycles too.
 
     python3 simulator/oracle_share.py [--input small] [--json out.json] [NAME ...]
 """

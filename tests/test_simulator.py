@@ -315,6 +315,51 @@ def test_contexts_and_oracle_on_known_pattern(build_dir, tmp_path):
 
 
 @pytestmark_vg
+@pytest.mark.parametrize("allocator", ["glibc", "jemalloc", "mimalloc", "tcmalloc"])
+def test_allocation_calls_seen_by_the_tool(build_dir, allocator):
+    """sim_cxx_contexts: 1000 allocations from each of seven sites (new, new[], malloc, calloc,
+    posix_memalign, realloc, and malloc 13 frames deep after operator new threw bad_alloc 20
+    times). Every allocator defines its own entry points (jemalloc, mimalloc and tcmalloc
+    their own operator new); each object must be charged to the program's call site, once."""
+    from heaplayout.allocators import available_allocators
+    from heaplayout.runtime_env import allocator_env
+    if allocator not in available_allocators():
+        pytest.skip(f"{allocator} is not installed")
+    # mimalloc's operator new aborts on an impossible size instead of throwing
+    throws = allocator != "mimalloc"
+    prog = [str(build_dir / "tests" / "simulator" / "sim_cxx_contexts"), "1000", "throw" if throws else "no"]
+    env = {**os.environ, **allocator_env(allocator)}
+    native = subprocess.run(prog, capture_output=True, text=True, timeout=60, env=env).stdout
+    assert f"thrown {20 if throws else 0} " in native
+    r = run_simulation(prog, SimOptions(oracle=True, allocator=allocator, top_contexts=100), stdout=subprocess.PIPE)
+    assert r["valgrind_exit"] == 0 and r["program_stdout"] == native
+    by_site = {}
+    for c in r["contexts"]:
+        name = c["where"].split(": ", 1)[-1].split("(")[0]
+        by_site[name] = by_site.get(name, 0) + c["allocs"]
+    for site in ("site_new", "site_new_array", "site_malloc", "site_calloc", "site_memalign", "site_realloc",
+                 "site_deep"):
+        assert by_site.get(site) == 1000, (site, by_site)
+    # no allocation is charged to the allocator's or libstdc++'s own calls (operator new -> malloc)
+    assert not any("new_op" in c["where"] or "libstdc++" in c["where"] and c["allocs"] > 2 for c in r["contexts"])
+
+
+@pytestmark_vg
+def test_tracking_leaves_the_runtime_layout_alone(build_dir):
+    """Our runtime places by the return address of the program's call. Tracking objects must
+    not put a frame in between (a malloc wrapper did: every object went to one pool)."""
+    prog = [str(build_dir / "tests" / "simulator" / "sim_objects"), "5000", "2"]
+    plain = run_simulation(prog, SimOptions(policy="callsite"), stdout=subprocess.PIPE)
+    tracked = run_simulation(prog, SimOptions(policy="callsite", contexts=True), stdout=subprocess.PIPE)
+    pooled = [p["pool"] for p in plain["pools"] if p["pool"] >= 0]
+    assert len(pooled) >= 2  # the hot and the cold site have pools of their own
+    assert [p["pool"] for p in tracked["pools"]] == [p["pool"] for p in plain["pools"]]
+    for key in ("levels", "tlb"):
+        assert [lv["misses"] for lv in tracked[key]] == [lv["misses"] for lv in plain[key]]
+    assert tracked["program_stdout"] == plain["program_stdout"]
+
+
+@pytestmark_vg
 def test_malloc_is_not_replaced(build_dir):
     """glibc serves the client under hlsim: consecutive hot objects sit 2 x 80 bytes apart
     (64-byte requests in 80-byte chunks, interleaved with the cold ones)."""
