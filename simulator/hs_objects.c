@@ -218,7 +218,7 @@ void ho_alloc(Addr p, SizeT n, Addr ra)
    ho_live_objects++;
    ho_total_objects++;
    map_range(p, n, id, 0);
-   page_count(p, n, +1);
+   if (ho_oracle) page_count(p, n, +1); /* only the oracle asks which pages hold objects */
 }
 
 static UInt size_class(SizeT n)
@@ -235,7 +235,7 @@ void ho_free(Addr p)
    HsObj* o = &ho_objs[id];
    forget_cached();
    map_range(p, o->size, 0, id);
-   page_count(p, o->size, -1);
+   if (ho_oracle) page_count(p, o->size, -1);
    if (o->packed) {
       UInt c = size_class(o->size), r = ho_ctx[o->ctx].region;
       if (c) {
