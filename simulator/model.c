@@ -272,7 +272,9 @@ void hs_unmap(hs_model *m, hs_u64 lo, hs_u64 hi) {
   }
 }
 
-static void tlb_access(hs_model *m, hs_u64 addr) {
+/* `c`/`classified`: the line access's attribution, looked up at most once and shared with
+ * the cache levels (a DTLB miss and an L1 miss of the same access: one lookup, not two). */
+static void tlb_access(hs_model *m, hs_u64 addr, hs_charge *c, int *classified) {
   hs_u64 page = addr >> m->cfg.page_shift;
   if (page == m->last_page) { /* a DTLB hit on the set's MRU way: nothing to reorder */
     m->st.tlb_accesses[0]++;
@@ -288,9 +290,8 @@ static void tlb_access(hs_model *m, hs_u64 addr) {
     m->st.tlb_cycles += m->cfg.tlb[i].penalty;
     m->st.cycles += m->cfg.tlb[i].penalty;
     if (m->cfg.ndims) {
-      hs_charge c;
-      classify(m, addr, &c);
-      CHARGE(c, tlb_misses[i]);
+      if (!*classified) { classify(m, addr, c); *classified = 1; }
+      CHARGE(*c, tlb_misses[i]);
     }
   }
   if (m->touched) first_touch(m, page);
@@ -301,10 +302,10 @@ static void demand_line(hs_model *m, hs_u64 a) {
   hs_stats *st = &m->st;
   unsigned n = m->cfg.nlevels, served = n, was_pf = 0;
   st->line_accesses++;
-  if (m->cfg.ntlb) tlb_access(m, a);
   hs_charge c;
   int classified = !m->cfg.ndims;
   c.b[0] = c.b[1] = 0;
+  if (m->cfg.ntlb) tlb_access(m, a, &c, &classified);
   for (unsigned i = 0; i < n; i++) {
     hs_u64 victim = EMPTY;
     unsigned flag;
