@@ -115,9 +115,17 @@ def test_third_frame_decides_between_interleaved_chains(plan_binary, tmp_path):
     # same for all three, so a decision cached for one chain must not answer for another;
     # rec's recursion is reduced, so every depth matches its 3-frame rule
     plan = write_plan(tmp_path / "p.plan", plan_binary, chain_selects(plan_binary))
-    r = run_program([str(plan_binary), "3000", "--expect-chains"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    stats = tmp_path / "stats.json"
+    r = run_program([str(plan_binary), "3000", "--expect-chains"],
+                    env_extra={"HEAPLAYOUT_PLAN": str(plan), "HEAPLAYOUT_STATS_JSON": str(stats)})
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     assert "chains wrong 0 of 3000" in r.stdout.decode()
+    # the three chains share their first two frames and alternate: each must keep its own
+    # recorded walk (one entry per key walked the stack for 9000 of the 9000 allocations)
+    import json
+
+    walks = json.loads(stats.read_text())["plan_walks"]
+    assert 3 <= walks <= 30, walks
 
 
 def test_two_frames_cannot_tell_the_chains_apart(plan_binary, tmp_path):

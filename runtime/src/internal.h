@@ -395,6 +395,7 @@ typedef struct hl_state {
   _Atomic(int) policy;      /* enum hl_policy; UNINIT until hl_init finished */
   hl_options opt;
   _Atomic(uint64_t) forwarded_objects, forwarded_bytes; /* only counted with stats */
+  _Atomic(uint64_t) plan_walks; /* plan decisions that walked the stack (not replayed) */
 } hl_state_t;
 
 extern hl_state_t hl_state;

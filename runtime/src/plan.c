@@ -456,17 +456,27 @@ static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
 
 /* Decisions that need a walk are cached per thread as recorded walks (hl_trace), keyed by
  * the return address and the caller's return address (one unwind step): a repeat replays
- * the recorded steps, comparing return addresses, instead of looking up a rule per frame. */
-#define CHAIN_SLOTS 64u
+ * the recorded steps, comparing return addresses, instead of looking up a rule per frame.
+ * Several walks share a key when a wrapper is called from a wrapper (dpa_place: pins and
+ * terms both come through safe_calloc -> safe_malloc and differ in the third frame), and
+ * such allocations often alternate; with one entry per key each would evict the other and
+ * every allocation would walk (measured: 500 instructions per allocation instead of ~60),
+ * so a key's set has CHAIN_WAYS entries, replaced round-robin. */
+#define CHAIN_SETS 16u
+#define CHAIN_WAYS 4u
 typedef struct chain_entry {
   uintptr_t ra; /* frame 0; 0 empty. trace.step[0].pc is the rest of the key */
   uint16_t pool;
   hl_trace trace;
 } chain_entry;
-static __thread chain_entry tl_chains[CHAIN_SLOTS] __attribute__((tls_model("initial-exec")));
+typedef struct chain_set {
+  chain_entry way[CHAIN_WAYS];
+  unsigned next; /* round-robin victim */
+} chain_set;
+static __thread chain_set tl_chains[CHAIN_SETS] __attribute__((tls_model("initial-exec")));
 
-static inline chain_entry *chain_slot(uintptr_t ra, uintptr_t caller) {
-  return &tl_chains[((ra * 0x9E3779B97F4A7C15ull) ^ (caller * 0xC2B2AE3D27D4EB4Full)) >> 58 & (CHAIN_SLOTS - 1)];
+static inline chain_set *chain_set_of(uintptr_t ra, uintptr_t caller) {
+  return &tl_chains[((ra * 0x9E3779B97F4A7C15ull) ^ (caller * 0xC2B2AE3D27D4EB4Full)) >> 58 & (CHAIN_SETS - 1)];
 }
 
 /* The full decision: collect as many frames as the rules for the first program frame need
@@ -493,14 +503,20 @@ static uint16_t decide(hl_frame f, hl_trace *tr) {
 uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0) {
   hl_frame g = f;
   if (!hl_unwind_step_by(&g, r0)) return decide(f, NULL);
-  chain_entry *c = chain_slot(f.pc, g.pc);
-  if (HL_LIKELY(c->ra == f.pc && c->trace.step[0].pc == g.pc && hl_unwind_replay(&g, &c->trace, 1)))
-    return c->pool;
+  chain_set *set = chain_set_of(f.pc, g.pc);
+  for (unsigned w = 0; w < CHAIN_WAYS; w++) {
+    const chain_entry *c = &set->way[w];
+    hl_frame h = g;
+    if (c->ra == f.pc && c->trace.step[0].pc == g.pc && hl_unwind_replay(&h, &c->trace, 1)) return c->pool;
+  }
   hl_trace tr;
   tr.nsteps = 0;
   tr.replayable = 1;
+  atomic_fetch_add_explicit(&hl_state.plan_walks, 1, memory_order_relaxed); /* rare: not on the fast path */
   uint16_t pool = decide(f, &tr);
   if (tr.replayable && tr.nsteps > 0) {
+    chain_entry *c = &set->way[set->next];
+    set->next = (set->next + 1) % CHAIN_WAYS;
     c->ra = f.pc;
     c->pool = pool;
     c->trace.nsteps = tr.nsteps;

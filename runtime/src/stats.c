@@ -150,9 +150,10 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
                (unsigned long long)p->chunks, (unsigned long long)(p->allocs - p->frees), fragmentation(p));
     first = 0;
   }
-  out_printf(&o, "],\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu}}\n",
+  out_printf(&o, "],\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu}\n",
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
-             (unsigned long long)atomic_load(&hl_state.forwarded_bytes));
+             (unsigned long long)atomic_load(&hl_state.forwarded_bytes),
+             (unsigned long long)atomic_load(&hl_state.plan_walks));
   out_flush(&o);
   close(o.fd);
   rename(tmp, path);
