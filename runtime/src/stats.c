@@ -167,6 +167,9 @@ static void write_table(const pool_totals *t, unsigned npools) {
              (int)getpid(), hl_policy_name(atomic_load(&hl_state.policy)), used,
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes));
+  if (atomic_load(&hl_state.policy) == HL_POLICY_PLAN)
+    out_printf(&o, "heaplayout: %llu plan decisions walked the stack in full (the rest replayed a recorded walk or needed none)\n",
+               (unsigned long long)atomic_load(&hl_state.plan_walks));
   if (used == 0) {
     out_flush(&o);
     return;
