@@ -3,7 +3,9 @@
  *
  *   1. the policy (one load; off never gets here: malloc's stub jumps below us);
  *   2. a per-thread cache maps the return address to its pool: a hit is one compare;
- *      a miss or a "needs a stack walk" entry goes to the slow paths in interpose.c;
+ *      where the plan needs more frames, a second cache maps the chain of return
+ *      addresses, one unwind step and one compare per frame (hl_chain_try);
+ *      a miss goes to the slow paths in interpose.c;
  *   3. the pool's fast path (hl_tpool_alloc, internal.h): the most recently freed slot of
  *      the size class, else bump allocation in the current chunk.
  *
@@ -28,6 +30,51 @@ hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size, hl_site_cache_entry *e);
 hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size, hl_site_cache_entry *e);
 hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size);
 
+/* Per-thread cache of the plan's decided call chains, for return addresses whose rules
+ * need more frames (HL_TP_WALK above). A node stands for a chain of return addresses,
+ * innermost first, through its hash (hl_chain_key); it holds the chain's answer, or the
+ * unwind rule at its outermost return address when the answer needs one frame more.
+ * Which frames decide is a function of the return addresses alone (plan.c, decide), so a
+ * chain's answer is fixed; a hash collision could only misplace an object, never break
+ * the program. Walks of more than HL_CHAIN_FAST_STEPS steps, or through skipped modules
+ * or recursion, are left to the recorded walks in plan.c. */
+#define HL_CHAIN_NODES 256u
+#define HL_CHAIN_FAST_STEPS 3u /* up to 4 frames: the identification target's deep case */
+typedef struct hl_chain_node {
+  uint64_t key;       /* hl_chain_key of the chain; 0: empty (a key is 0 by chance only) */
+  hl_tpool *tp;       /* the answer (NULL: not pooled), or HL_TP_WALK: one frame more */
+  hl_step_rule rule;  /* with HL_TP_WALK: how to step from this chain's outermost frame */
+} hl_chain_node;
+extern __thread hl_chain_node hl_tl_chain_nodes[HL_CHAIN_NODES] __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t hl_chain_key(uint64_t key, uintptr_t pc) {
+  uint64_t h = (key ^ pc) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 29);
+}
+static inline hl_chain_node *hl_chain_node_of(uint64_t key) {
+  return &hl_tl_chain_nodes[key >> 56 & (HL_CHAIN_NODES - 1)];
+}
+
+/* A walk site's answer from the chain cache, or HL_TP_WALK: not cached (or a stack check
+ * failed), the full walk decides. e: the site's entry; a node's rule, like e->r0 once a
+ * walk stepped by it, has stepped from its return address before. */
+static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(const hl_site_cache_entry *e,
+                                                                    void *const *fp) {
+  if (e->r0.cfa_reg < 0) return HL_TP_WALK;
+  hl_frame f = hl_caller_frame(fp);
+  const hl_step_rule *r = &e->r0;
+  uint64_t key = f.pc;
+  for (unsigned k = 0; k < HL_CHAIN_FAST_STEPS; k++) {
+    if (!hl_unwind_step_recorded(&f, r)) break;
+    key = hl_chain_key(key, f.pc);
+    const hl_chain_node *n = hl_chain_node_of(key);
+    if (n->key != key) break;
+    if (n->tp != HL_TP_WALK) return n->tp;
+    r = &n->rule;
+  }
+  return HL_TP_WALK;
+}
+
 static inline void hl_count_forwarded(size_t size) {
   if (HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0))) {
     atomic_fetch_add_explicit(&hl_state.forwarded_objects, 1, memory_order_relaxed);
@@ -35,18 +82,20 @@ static inline void hl_count_forwarded(size_t size) {
   }
 }
 
-/* The common cases and nothing else: a placing policy and a cached site, whose pool has a
- * free slot or bump room (the object), or which is cached as not pooled (HL_FORWARD: the
- * allocator underneath serves it). NULL means "take the full path" (hl_malloc_from and
- * its kin). It calls nothing, so the entry points inlining it stay leaves. */
+/* The common cases and nothing else: a placing policy and a cached site (or chain), whose
+ * pool has a free slot or bump room (the object), or which is cached as not pooled
+ * (HL_FORWARD: the allocator underneath serves it). NULL means "take the full path"
+ * (hl_malloc_from and its kin). It calls nothing, so the entry points inlining it stay
+ * leaves. */
 #define HL_FORWARD ((void *)1)
 static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, void *const *fp) {
   if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) < HL_POLICY_CALLSITE) return NULL;
   if (size > hl_state.opt.max_size) return HL_FORWARD;
   uintptr_t ra = (uintptr_t)fp[1];
   const hl_site_cache_entry *e = &hl_tl_sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+  if (e->ra != ra) return NULL;
   hl_tpool *tp = e->tp;
-  if (e->ra != ra || tp == HL_TP_WALK) return NULL;
+  if (tp == HL_TP_WALK && (tp = hl_chain_try(e, fp)) == HL_TP_WALK) return NULL;
   if (tp == NULL || size > tp->max_size) return HL_FORWARD;
   return hl_tpool_try_alloc(tp, size);
 }
@@ -60,7 +109,8 @@ static inline __attribute__((always_inline)) void *hl_policy_alloc(int policy, s
   hl_tpool *tp;
   if (HL_LIKELY(e->ra == ra)) {
     tp = e->tp;
-    if (HL_UNLIKELY(tp == HL_TP_WALK)) tp = hl_plan_walk_tpool(fp, &e->r0, size);
+    if (HL_UNLIKELY(tp == HL_TP_WALK) && (tp = hl_chain_try(e, fp)) == HL_TP_WALK)
+      tp = hl_plan_walk_tpool(fp, &e->r0, size);
   } else if (policy == HL_POLICY_CALLSITE) {
     tp = hl_site_tpool_slow(ra, size, e);
   } else {

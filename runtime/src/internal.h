@@ -312,25 +312,29 @@ static inline int hl_unwind_step_by(hl_frame *f, const hl_step_rule *r) {
   return f->pc >= 4096;
 }
 
-/* Replays tr's steps from `from` on frame *f: 1 when every step reaches the return address
- * it reached when tr was recorded, so a walk from here would collect the same frames.
- * A recorded step has a rule, and an rsp-based CFA passed the stack check once with the
- * same offset; only rbp-based ones depend on data and are checked again. */
-static inline int hl_unwind_replay(hl_frame *f, const hl_trace *tr, unsigned from) {
-  uintptr_t sp = f->sp, bp = f->bp;
-  for (unsigned k = from; k < tr->nsteps; k++) {
-    const hl_trace_step *s = &tr->step[k];
-    uintptr_t cfa;
-    if (s->rule.cfa_reg == HL_REG_RSP) {
-      cfa = sp + (uintptr_t)(intptr_t)s->rule.cfa_off;
-    } else {
-      cfa = bp + (uintptr_t)(intptr_t)s->rule.cfa_off;
-      if (cfa - sp - 1 >= (1u << 20) || (cfa & 7)) return 0;
-    }
-    if (s->rule.rbp_saved) bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)s->rule.rbp_off);
-    if (*(const uintptr_t *)(cfa - 8) != s->pc) return 0;
-    sp = cfa;
+/* One step by a rule that stepped from the same return address before (a recorded
+ * walk's, or one the chain cache took from it): an rsp-based CFA passed the stack check
+ * then with the same offset; only an rbp-based one depends on data and is checked again. */
+static inline __attribute__((always_inline)) int hl_unwind_step_recorded(hl_frame *f, const hl_step_rule *r) {
+  uintptr_t cfa;
+  if (r->cfa_reg == HL_REG_RSP) {
+    cfa = f->sp + (uintptr_t)(intptr_t)r->cfa_off;
+  } else {
+    cfa = f->bp + (uintptr_t)(intptr_t)r->cfa_off;
+    if (cfa - f->sp - 1 >= (1u << 20) || (cfa & 7)) return 0;
   }
+  if (r->rbp_saved) f->bp = *(const uintptr_t *)(cfa + (uintptr_t)(intptr_t)r->rbp_off);
+  f->pc = *(const uintptr_t *)(cfa - 8);
+  f->sp = cfa;
+  return 1;
+}
+
+/* Replays tr's steps from `from` on frame *f: 1 when every step reaches the return address
+ * it reached when tr was recorded, so a walk from here would collect the same frames. */
+static inline int hl_unwind_replay(hl_frame *f, const hl_trace *tr, unsigned from) {
+  hl_frame g = *f;
+  for (unsigned k = from; k < tr->nsteps; k++)
+    if (!hl_unwind_step_recorded(&g, &tr->step[k].rule) || g.pc != tr->step[k].pc) return 0;
   return 1;
 }
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
@@ -379,7 +383,10 @@ int hl_plan_load(const char *path);                 /* 0: refused (and said why)
  * *needs_walk 0: the return address alone decided (cache the answer per return address);
  * 1: this return address needs a stack walk every time (call hl_plan_pool_walk). */
 uint16_t hl_plan_pool(hl_frame f, int *needs_walk);
-uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0); /* r0: the rule at f.pc */
+/* r0: the rule at f.pc. *steps > 0: the first *steps steps of *decided (a recorded walk,
+ * valid until the thread's next walk) decide, so every chain through the same return
+ * addresses gets the same answer. */
+uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **decided, unsigned *steps);
 uint32_t hl_plan_groups(void);
 uint32_t hl_plan_group_max_size(void);
 
@@ -395,7 +402,8 @@ typedef struct hl_state {
   _Atomic(int) policy;      /* enum hl_policy; UNINIT until hl_init finished */
   hl_options opt;
   _Atomic(uint64_t) forwarded_objects, forwarded_bytes; /* only counted with stats */
-  _Atomic(uint64_t) plan_walks; /* plan decisions that walked the stack (not replayed) */
+  _Atomic(uint64_t) plan_walks;   /* plan decisions that walked the stack (not replayed) */
+  _Atomic(uint64_t) plan_replays; /* plan decisions that replayed a recorded walk (not in the chain cache) */
 } hl_state_t;
 
 extern hl_state_t hl_state;

@@ -11,9 +11,11 @@
 #include "fastpath.h"
 
 __thread hl_site_cache_entry hl_tl_sites[HL_SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+__thread hl_chain_node hl_tl_chain_nodes[HL_CHAIN_NODES] __attribute__((tls_model("initial-exec")));
 
 void hl_site_cache_clear(void) {
   for (unsigned i = 0; i < HL_SITE_CACHE_SLOTS; i++) hl_tl_sites[i].ra = 0;
+  for (unsigned i = 0; i < HL_CHAIN_NODES; i++) hl_tl_chain_nodes[i].key = 0;
 }
 
 static hl_tpool *tpool_of(uint16_t pool) {
@@ -42,12 +44,40 @@ static inline uint16_t rest_pool(uintptr_t ra, size_t size) {
   return hl_state.opt.site_max_size ? hl_callsite_pool(ra, size) : 0;
 }
 
+/* Enters a decided walk into the chain cache (fastpath.h): a node per step, the last with
+ * the answer, the others with the rule for the next step. */
+static void remember_chain(uintptr_t ra, const hl_trace *tr, unsigned steps, hl_tpool *tp) {
+  uint64_t key = ra;
+  for (unsigned k = 0; k < steps; k++) {
+    key = hl_chain_key(key, tr->step[k].pc);
+    hl_chain_node *n = hl_chain_node_of(key);
+    n->key = key;
+    if (k + 1 == steps) {
+      n->tp = tp;
+    } else {
+      n->tp = HL_TP_WALK;
+      n->rule = tr->step[k + 1].rule;
+    }
+  }
+}
+
 HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size) {
-  uint16_t pool = hl_plan_pool_walk(hl_caller_frame(fp), r0);
-  if (pool == 0 && (pool = rest_pool((uintptr_t)fp[1], size)) == 0) return NULL;
+  const hl_trace *decided = NULL;
+  unsigned steps;
+  uint16_t pool = hl_plan_pool_walk(hl_caller_frame(fp), r0, &decided, &steps);
+  if (steps > HL_CHAIN_FAST_STEPS) steps = 0;
+  if (pool == 0) {
+    if (hl_state.opt.site_max_size) steps = 0; /* a rest pool depends on the size */
+    if ((pool = rest_pool((uintptr_t)fp[1], size)) == 0) {
+      if (steps) remember_chain((uintptr_t)fp[1], decided, steps, NULL);
+      return NULL;
+    }
+  }
   hl_heap *heap = hl_tl_heap;
   hl_tpool *tp = heap > HL_HEAP_EXPLICIT ? heap->tpools[pool] : NULL;
-  return HL_LIKELY(tp != NULL) ? tp : tpool_of(pool);
+  if (HL_UNLIKELY(tp == NULL)) tp = tpool_of(pool);
+  if (tp != NULL && steps) remember_chain((uintptr_t)fp[1], decided, steps, tp);
+  return tp;
 }
 
 HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size, hl_site_cache_entry *e) {

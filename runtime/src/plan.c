@@ -467,6 +467,7 @@ static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
 typedef struct chain_entry {
   uintptr_t ra; /* frame 0; 0 empty. trace.step[0].pc is the rest of the key */
   uint16_t pool;
+  uint8_t deciding_steps; /* the first steps of trace that decide (0: not known) */
   hl_trace trace;
 } chain_entry;
 typedef struct chain_set {
@@ -480,47 +481,71 @@ static inline chain_set *chain_set_of(uintptr_t ra, uintptr_t caller) {
 }
 
 /* The full decision: collect as many frames as the rules for the first program frame need
- * (walking out of skipped modules first), then take the longest rule that matches. */
-static uint16_t decide(hl_frame f, hl_trace *tr) {
+ * (walking out of skipped modules first), then take the longest rule that matches.
+ * *deciding: how many of the walk's steps decided, when the walk was plain (each step
+ * reached a new program frame) and its frames suffice; 0 otherwise. A rule's answer is
+ * known once a frame differs from it or all its frames matched, so the deciding frames
+ * are the most any rule up to the matching one needed. */
+static uint16_t decide(hl_frame f, hl_trace *tr, unsigned *deciding) {
   const site_entry *e = site_of(f.pc);
   uintptr_t chain[MAX_RULE_FRAMES];
+  int plain = tr != NULL;
+  *deciding = 0;
   if (e == NULL) { /* called from a skipped module: find the program's frame */
     if (!in_skip(f.pc)) return 0;
     if (hl_unwind_collect(&f, chain, 1, tr) == 0 || (e = site_of(chain[0])) == NULL) return 0;
     if (e->depth == 1) return plan.group_pool[e->group];
+    plain = 0; /* the steps so far left a skipped module */
   }
   unsigned n = hl_unwind_collect(&f, chain, e->depth, tr);
+  uint16_t pool = 0;
+  unsigned need = 1;
   for (uint32_t i = e->first; i < e->first + e->count; i++) { /* longest first */
     const plan_rule *r = &plan.rules[i];
-    if (r->nframes > n) continue;
     unsigned k = 1;
-    while (k < r->nframes && r->frames[k] == chain[k]) k++;
-    if (k == r->nframes) return plan.group_pool[r->group];
+    while (k < r->nframes && k < n && r->frames[k] == chain[k]) k++;
+    unsigned rule_need = k < r->nframes ? k + 1 : r->nframes;
+    need = rule_need > need ? rule_need : need;
+    if (k == r->nframes) {
+      pool = plan.group_pool[r->group];
+      break;
+    }
   }
-  return 0;
+  if (plain && tr->replayable && (unsigned)tr->nsteps + 1 == n && need <= n) *deciding = need - 1;
+  return pool;
 }
 
-uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0) {
+uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **decided, unsigned *steps) {
   hl_frame g = f;
-  if (!hl_unwind_step_by(&g, r0)) return decide(f, NULL);
+  *steps = 0;
+  if (!hl_unwind_step_by(&g, r0)) return decide(f, NULL, steps);
   chain_set *set = chain_set_of(f.pc, g.pc);
   for (unsigned w = 0; w < CHAIN_WAYS; w++) {
     const chain_entry *c = &set->way[w];
     hl_frame h = g;
-    if (c->ra == f.pc && c->trace.step[0].pc == g.pc && hl_unwind_replay(&h, &c->trace, 1)) return c->pool;
+    if (c->ra == f.pc && c->trace.step[0].pc == g.pc && hl_unwind_replay(&h, &c->trace, 1)) {
+      atomic_fetch_add_explicit(&hl_state.plan_replays, 1, memory_order_relaxed);
+      *decided = &c->trace;
+      *steps = c->deciding_steps;
+      return c->pool;
+    }
   }
   hl_trace tr;
   tr.nsteps = 0;
   tr.replayable = 1;
   atomic_fetch_add_explicit(&hl_state.plan_walks, 1, memory_order_relaxed); /* rare: not on the fast path */
-  uint16_t pool = decide(f, &tr);
+  unsigned deciding;
+  uint16_t pool = decide(f, &tr, &deciding);
   if (tr.replayable && tr.nsteps > 0) {
     chain_entry *c = &set->way[set->next];
     set->next = (set->next + 1) % CHAIN_WAYS;
     c->ra = f.pc;
     c->pool = pool;
+    c->deciding_steps = (uint8_t)deciding;
     c->trace.nsteps = tr.nsteps;
     memcpy(c->trace.step, tr.step, tr.nsteps * sizeof tr.step[0]);
+    *decided = &c->trace;
+    *steps = deciding;
   }
   return pool;
 }
@@ -532,8 +557,10 @@ uint16_t hl_plan_pool(hl_frame f, int *needs_walk) {
   if (e == NULL && !in_skip(f.pc)) return 0; /* not a rule's first frame: not grouped */
   *needs_walk = 1;
   hl_step_rule r0;
+  const hl_trace *decided;
+  unsigned steps;
   hl_unwind_rule(f.pc, &r0);
-  return hl_plan_pool_walk(f, &r0);
+  return hl_plan_pool_walk(f, &r0, &decided, &steps);
 }
 
 uint32_t hl_plan_groups(void) { return plan.ngroups; }

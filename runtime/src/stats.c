@@ -150,10 +150,11 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
                (unsigned long long)p->chunks, (unsigned long long)(p->allocs - p->frees), fragmentation(p));
     first = 0;
   }
-  out_printf(&o, "],\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu}\n",
+  out_printf(&o, "],\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu}\n",
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes),
-             (unsigned long long)atomic_load(&hl_state.plan_walks));
+             (unsigned long long)atomic_load(&hl_state.plan_walks),
+             (unsigned long long)atomic_load(&hl_state.plan_replays));
   out_flush(&o);
   close(o.fd);
   rename(tmp, path);
@@ -168,8 +169,9 @@ static void write_table(const pool_totals *t, unsigned npools) {
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes));
   if (atomic_load(&hl_state.policy) == HL_POLICY_PLAN)
-    out_printf(&o, "heaplayout: %llu plan decisions walked the stack in full (the rest replayed a recorded walk or needed none)\n",
-               (unsigned long long)atomic_load(&hl_state.plan_walks));
+    out_printf(&o, "heaplayout: plan decisions: %llu walked the stack in full, %llu replayed a recorded walk (the rest were cached)\n",
+               (unsigned long long)atomic_load(&hl_state.plan_walks),
+               (unsigned long long)atomic_load(&hl_state.plan_replays));
   if (used == 0) {
     out_flush(&o);
     return;
