@@ -25,6 +25,7 @@ OPTION_VARIABLES: dict[str, str] = {
     "range": "HEAPLAYOUT_RANGE",  # reserved virtual range for all pools
     "cc_block": "HEAPLAYOUT_CC_BLOCK",  # ccmalloc's cc-block size
     "chunk_colors": "HEAPLAYOUT_CHUNK_COLORS",  # start offsets new chunks cycle through (1 = off)
+    "spare_chunks": "HEAPLAYOUT_SPARE_CHUNKS",  # empty chunks kept resident (HALO 5 keeps 1)
 }
 
 

@@ -29,12 +29,14 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cc-block", metavar="BYTES", help="ccmalloc cc-block size (default 256)")
     parser.add_argument("--chunk-colors", metavar="N",
                         help="start offsets new chunks cycle through, 1-64 (default 64; 1 = no colouring)")
+    parser.add_argument("--spare-chunks", metavar="N",
+                        help="empty chunks kept resident for reuse, 0-4096 (default 8; HALO keeps 1)")
 
 
 def config_from_args(args: argparse.Namespace) -> RuntimeConfig:
     options = {
         name: getattr(args, name)
-        for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block", "chunk_colors")
+        for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block", "chunk_colors", "spare_chunks")
         if getattr(args, name, None) is not None
     }
     policy = args.policy or ("plan" if getattr(args, "plan", None) else "callsite")

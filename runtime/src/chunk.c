@@ -2,8 +2,9 @@
  *
  * The whole range is mapped once, readable and writable but MAP_NORESERVE, so the kernel
  * commits a page only when it is first touched; chunks are handed out from its start in
- * order. A released chunk is kept as the spare (HALO keeps one) or its pages after the
- * header page are returned to the OS with MADV_DONTNEED and it waits for reuse. Chunks
+ * order. A released chunk is kept resident as a spare (HEAPLAYOUT_SPARE_CHUNKS of them;
+ * HALO keeps one) or its pages after the header page are returned to the OS with
+ * MADV_DONTNEED and it waits for reuse. Chunks
  * whose owner thread exited wait, per pool, for another thread of that pool to adopt
  * them. All of this is the slow path: one spinlock guards it. */
 #define _GNU_SOURCE
@@ -114,7 +115,7 @@ void hl_chunk_release(hl_chunk *c) {
   c->in_use = 0;
   atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
   lock();
-  int keep = spare_count < HL_SPARE_CHUNKS;
+  int keep = spare_count < hl_state.opt.spare_chunks;
   if (keep) {
     c->next = spare_list;
     spare_list = c;

@@ -72,6 +72,7 @@ typedef struct hl_options {
   size_t range_size;
   uint32_t cc_block;
   uint32_t chunk_colors; /* new chunks cycle through this many start offsets (1: none) */
+  uint32_t spare_chunks; /* empty chunks kept resident for reuse */
   int stats;             /* print the per-pool table on stderr at exit */
   char stats_json[512];  /* also write JSON here ("" = no); %p becomes the pid */
   char plan[512];        /* plan file for the plan policy */

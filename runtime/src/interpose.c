@@ -66,12 +66,11 @@ HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0
   unsigned steps;
   uint16_t pool = hl_plan_pool_walk(hl_caller_frame(fp), r0, &decided, &steps);
   if (steps > HL_CHAIN_FAST_STEPS) steps = 0;
-  if (pool == 0) {
-    if (hl_state.opt.site_max_size) steps = 0; /* a rest pool depends on the size */
-    if ((pool = rest_pool((uintptr_t)fp[1], size)) == 0) {
-      if (steps) remember_chain((uintptr_t)fp[1], decided, steps, NULL);
-      return NULL;
-    }
+  if (pool == 0 && (pool = rest_pool((uintptr_t)fp[1], size)) == 0) {
+    /* not pooled; with `rest callsite` only for now (the site has too few objects yet, or
+     * this one is too big: the cached pool's max_size decides that) */
+    if (steps && !hl_state.opt.site_max_size) remember_chain((uintptr_t)fp[1], decided, steps, NULL);
+    return NULL;
   }
   hl_heap *heap = hl_tl_heap;
   hl_tpool *tp = heap > HL_HEAP_EXPLICIT ? heap->tpools[pool] : NULL;

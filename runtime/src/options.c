@@ -16,6 +16,7 @@ static const char *const known_variables[] = {
     "HEAPLAYOUT_CHUNK_SIZE", "HEAPLAYOUT_RANGE",       "HEAPLAYOUT_CC_BLOCK",
     "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  "HEAPLAYOUT_PLAN",        "HEAPLAYOUT_PROGRAM",
     "HEAPLAYOUT_CHUNK_COLORS",
+    "HEAPLAYOUT_SPARE_CHUNKS",
     NULL,
 };
 
@@ -110,6 +111,7 @@ void hl_options_load(hl_options *opt) {
   opt->range_size = HL_DEFAULT_RANGE;
   opt->cc_block = HL_DEFAULT_CC_BLOCK;
   opt->chunk_colors = HL_CHUNK_COLORS;
+  opt->spare_chunks = HL_SPARE_CHUNKS;
   if (getauxval(AT_SECURE)) return; /* set-uid/set-gid: the environment is not trusted */
   if (is_other_program()) return;
 
@@ -159,6 +161,9 @@ void hl_options_load(hl_options *opt) {
   v = opt->chunk_colors;
   ok &= size_setting("HEAPLAYOUT_CHUNK_COLORS", 1, HL_CHUNK_COLORS, 0, &v);
   opt->chunk_colors = (uint32_t)v;
+  v = opt->spare_chunks;
+  ok &= size_setting("HEAPLAYOUT_SPARE_CHUNKS", 0, HL_MAX_SPARE_CHUNKS, 0, &v);
+  opt->spare_chunks = (uint32_t)v;
   if (ok && opt->range_size < 16 * opt->chunk_size) {
     hl_message("HEAPLAYOUT_RANGE must hold at least 16 chunks of HEAPLAYOUT_CHUNK_SIZE; running unoptimized");
     opt->range_size = HL_DEFAULT_RANGE;

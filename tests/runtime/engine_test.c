@@ -140,7 +140,7 @@ static void test_reuse(void) {
   free(e);
 }
 
-/* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0 */
+/* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0 HEAPLAYOUT_SPARE_CHUNKS=1 */
 static void test_chunk_return(void) {
   enum { N = 1 << 20 }; /* 1M objects of 64 bytes: 64 MiB over many chunks */
   void **v = malloc(sizeof(void *) * N);
