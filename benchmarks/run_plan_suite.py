@@ -8,6 +8,11 @@ rounds; wall time, paired ratios to glibc, output checks) and `heaplayout bench
 output directory and prints one markdown table, with the commands, at the end.
 
     python3 benchmarks/run_plan_suite.py [--out DIR] [--runs 3] [--only health,cxx_dom]
+    python3 benchmarks/run_plan_suite.py --report      # the tables from DIR's JSON, no runs
+
+After the two tables it prints three derived ones: each workload against the best of the
+four allocators alone, each of our configurations against the allocator underneath it
+(ratio of the two medians), and issue 5's targets on the workloads built for HALO's patterns.
 """
 
 from __future__ import annotations
@@ -59,11 +64,65 @@ def ratio(doc: dict, label: str, key: str) -> float | None:
     return None
 
 
+ALLOCATORS = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
+OURS = ["callsite", "hds", "halo", "halo_rest", "halo_je", "halo_rest_mi"]
+UNDERNEATH = {"halo": "glibc", "halo_rest": "glibc", "halo_je": "jemalloc", "halo_rest_mi": "mimalloc"}
+HALO_PATTERNS = ["halo_tokens", "health", "cxx_dom", "cxx_netsim"]  # issue 5's target workloads
+
+
+def wall(doc: dict | None, label: str) -> float | None:
+    if doc is None:
+        return None
+    return 1.0 if label == "glibc" else ratio(doc, label, "wall")
+
+
+def print_derived(rows: list) -> None:
+    """The best-of-four, allocator-underneath and target tables from the measured rows."""
+    print("\nAgainst the best of the four allocators alone (wall time):\n")
+    print("| workload | best allocator alone | best of ours | ours / best alone | halo / best alone | halo_rest / best alone |")
+    print("|---|---|---|---|---|---|")
+    table = []
+    for name, t, _c, _ok in rows:
+        alone = [(wall(t, a), a) for a in ALLOCATORS if wall(t, a) is not None]
+        ours = [(wall(t, o), o) for o in OURS if wall(t, o) is not None]
+        if not alone or not ours:
+            continue
+        best_a, best_o = min(alone), min(ours)
+        table.append((best_o[0] / best_a[0], name, best_a, best_o, t))
+    for share, name, (va, a), (vo, o), t in sorted(table):
+        rel = [f"{wall(t, lab) / va:.2f}" if wall(t, lab) is not None else "—" for lab in ("halo", "halo_rest")]
+        print(f"| {name} | {a} {va:.3f} | {o} {vo:.3f} | **{share:.2f}** | " + " | ".join(rel) + " |")
+
+    print("\nOurs against the allocator underneath (ratio of the two medians; above 1.02 in bold):\n")
+    print("| workload | " + " | ".join(f"{o} / {u}" for o, u in UNDERNEATH.items()) + " |")
+    print("|---|" + "---|" * len(UNDERNEATH))
+    for name, t, _c, _ok in rows:
+        cells = []
+        for o, u in UNDERNEATH.items():
+            vo, vu = wall(t, o), wall(t, u)
+            r = vo / vu if vo is not None and vu else None
+            cells.append("—" if r is None else (f"**{r:.3f}**" if r > 1.02 else f"{r:.3f}"))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+    print("\nIssue 5 targets (better of glibc and jemalloc; target: D1 -20%, wall -10%):\n")
+    print("| workload | D1, halo / better | D1, halo_rest / better | wall, halo / better | wall, halo_rest / better |")
+    print("|---|---|---|---|---|")
+    for name, t, c, _ok in rows:
+        if name not in HALO_PATTERNS or t is None or c is None:
+            continue
+        d1_base = min(1.0, ratio(c, "jemalloc", "D1") or 1.0)
+        w_base = min(1.0, wall(t, "jemalloc") or 1.0)
+        cells = [f"{(ratio(c, lab, 'D1') or float('nan')) / d1_base:.3f}" for lab in ("halo", "halo_rest")]
+        cells += [f"{(wall(t, lab) or float('nan')) / w_base:.3f}" for lab in ("halo", "halo_rest")]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="build/plan-suite")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only")
+    ap.add_argument("--report", action="store_true", help="print the tables from the JSON already in --out; run nothing")
     args = ap.parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -74,6 +133,11 @@ def main() -> int:
     log = open(out / "log.txt", "a")
     rows = []
     for w in suite:
+        if args.report:
+            t, c = (out / f"{w.name}.time.json", out / f"{w.name}.cg.json")
+            docs = [json.loads(f.read_text()) if f.exists() else None for f in (t, c)]
+            rows.append((w.name, docs[0], docs[1], all(d is not None and d.get("ok") for d in docs)))
+            continue
         t0 = time.time()
         exe = str(w.binary("fp"))
         prof = out / f"{w.name}.prof"
@@ -113,6 +177,7 @@ def main() -> int:
             doc = t if key == "wall" else c
             tail = f" | {'same' if ok else 'MISMATCH'} |" if key == "wall" else " |"
             print(f"| {name} | " + " | ".join(cell(doc, lab, key) for lab in labels) + tail)
+    print_derived([r for r in rows if r[1] is not None])
     return 0
 
 
