@@ -60,7 +60,7 @@ def ratio(doc: dict, label: str, key: str) -> float | None:
             if key == "wall":
                 return c["ratio"]["median"]
             cg = c.get("cachegrind") or {}
-            return cg.get(f"{key}_misses_ratio")
+            return cg.get(f"{key}_ratio" if key == "I_refs" else f"{key}_misses_ratio")
     return None
 
 
@@ -102,6 +102,18 @@ def print_derived(rows: list) -> None:
             vo, vu = wall(t, o), wall(t, u)
             r = vo / vu if vo is not None and vu else None
             cells.append("—" if r is None else (f"**{r:.3f}**" if r > 1.02 else f"{r:.3f}"))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+    print("\nInstructions executed, small input (cachegrind, exactly repeatable), ours / the allocator underneath:\n")
+    print("| workload | " + " | ".join(f"{o} / {u}" for o, u in UNDERNEATH.items()) + " |")
+    print("|---|" + "---|" * len(UNDERNEATH))
+    for name, _t, c, _ok in rows:
+        if c is None:
+            continue
+        cells = []
+        for o, u in UNDERNEATH.items():
+            io, iu = ratio(c, o, "I_refs"), ratio(c, u, "I_refs") if u != "glibc" else 1.0
+            cells.append(f"{io / iu:.3f}" if io is not None and iu else "—")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
     print("\nIssue 5 targets (better of glibc and jemalloc; target: D1 -20%, wall -10%):\n")
@@ -161,8 +173,9 @@ def main() -> int:
         print(f"[plan-suite] {w.name}: {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
 
     labels = ["jemalloc", "mimalloc", "tcmalloc", "callsite", "hds", "halo", "halo_rest", "halo_je", "halo_rest_mi"]
-    print(f"command: python3 benchmarks/run_plan_suite.py --out {args.out} --runs {args.runs}"
-          + (f" --only {args.only}" if args.only else ""))
+    runs = next((t["runs"] for _n, t, _c, _ok in rows if t is not None), args.runs)
+    print(f"command: python3 benchmarks/run_plan_suite.py --out {args.out} --runs {runs}"
+          + (f" --only {args.only}" if args.only else "") + (" (tables printed by --report)" if args.report else ""))
     print("Wall time: median paired ratio to glibc over the interleaved rounds (lower is faster).")
 
     def cell(doc, label, key):
@@ -175,7 +188,8 @@ def main() -> int:
         print("|---|" + "---|" * (len(labels) + (1 if key == "wall" else 0)))
         for name, t, c, ok in rows:
             doc = t if key == "wall" else c
-            tail = f" | {'same' if ok else 'MISMATCH'} |" if key == "wall" else " |"
+            verdict = "not measured" if t is None else ("same" if ok else "MISMATCH")
+            tail = f" | {verdict} |" if key == "wall" else " |"
             print(f"| {name} | " + " | ".join(cell(doc, lab, key) for lab in labels) + tail)
     print_derived([r for r in rows if r[1] is not None])
     return 0
