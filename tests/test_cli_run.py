@@ -16,12 +16,14 @@ def cli(*args: str, **kw) -> subprocess.CompletedProcess:
 
 
 def test_print_env_lists_assignments(runtime_lib):
-    r = cli("run", "--print-env", "--policy", "callsite", "--min-objects", "50", "--allocator", "mimalloc")
+    r = cli("run", "--print-env", "--policy", "callsite", "--min-objects", "50", "--spare-chunks", "3",
+            "--allocator", "mimalloc")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.decode().splitlines()
     env = dict(line.split("=", 1) for line in lines)
     assert all(" " not in line for line in lines)
     assert env["HEAPLAYOUT_POLICY"] == "callsite" and env["HEAPLAYOUT_MIN_OBJECTS"] == "50"
+    assert env["HEAPLAYOUT_SPARE_CHUNKS"] == "3"
     preload = env["LD_PRELOAD"].split(":")
     assert preload[0] == str(runtime_lib) and preload[1].endswith("libmimalloc.so.2")
 
