@@ -14,13 +14,18 @@ static void chunks_unlink(hl_tpool *tp, hl_chunk *c) {
   else tp->others = c->next;
   if (c->next) c->next->prev = c->prev;
   c->next = c->prev = NULL;
+  tp->n_others--;
+  tp->n_emptied -= c->emptied;
+  c->emptied = 0;
 }
 
 static void chunks_push(hl_tpool *tp, hl_chunk *c) {
+  hl_assert(!c->emptied);
   c->prev = NULL;
   c->next = tp->others;
   if (tp->others) tp->others->prev = c;
   tp->others = c;
+  tp->n_others++;
 }
 
 /* ---- free slots ---- */
@@ -28,15 +33,15 @@ static void chunks_push(hl_tpool *tp, hl_chunk *c) {
 static inline void slot_push(hl_tpool *tp, uint8_t cls, void *p) {
   hl_free_slot *s = p, *head = tp->free[cls];
   s->next = head;
-  s->prev = NULL;
   if (head) head->prev = s;
   tp->free[cls] = s;
 }
 
+/* The head's prev is stale (internal.h): the head is recognised by the list, not by prev. */
 static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
-  if (s->prev) s->prev->next = s->next;
-  else tp->free[cls] = s->next;
-  if (s->next) s->next->prev = s->prev;
+  if (tp->free[cls] == s) tp->free[cls] = s->next;
+  else s->prev->next = s->next;
+  if (s->next) s->next->prev = s->prev; /* stale when s was the head; then next is the head */
 }
 
 /* Walk the objects of a chunk whose every object is free (live == 0 and remote frees
@@ -66,14 +71,48 @@ static void account_extent(hl_chunk *c) {
   }
 }
 
-/* An empty chunk goes back to the chunk cache, unless it is the current one: its slots
- * stay on the lists and keep serving, so a pool that frees and allocates one object at a
- * time never touches the chunk cache. */
-static void chunk_emptied(hl_tpool *tp, hl_chunk *c) {
-  if (c == tp->cur) return;
-  if (!tp->no_reuse) chunk_unlink_slots(tp, c);
+static void release_other(hl_tpool *tp, hl_chunk *c) {
   chunks_unlink(tp, c);
   hl_chunk_release(c);
+}
+
+/* Every chunk of tp is empty: drop the lists whole and release every chunk, touching no
+ * slot. */
+static void drop_all(hl_tpool *tp) {
+  memset(tp->free, 0, sizeof tp->free);
+  while (tp->others) release_other(tp, tp->others);
+  if (tp->cur) {
+    account_extent(tp->cur);
+    hl_chunk_release(tp->cur);
+    tp->cur = NULL;
+  }
+}
+
+/* A chunk became empty. Releasing it means unlinking each of its free slots from the
+ * lists, a cache miss per slot, so an emptied chunk is kept with its slots serving
+ * (tunables.h, HL_EMPTIED_KEEP_SHARE) until every chunk of the pool is empty (then the
+ * lists are dropped whole) or too many are; then the one just emptied is unlinked and
+ * released. The current chunk stays while others hold objects, so a pool that frees and
+ * allocates one object at a time never touches the chunk cache. */
+static void chunk_emptied(hl_tpool *tp, hl_chunk *c) {
+  if (tp->no_reuse) { /* no slot is on a list */
+    if (c != tp->cur) release_other(tp, c);
+    return;
+  }
+  if (c != tp->cur && !c->emptied) {
+    c->emptied = 1;
+    tp->n_emptied++;
+  }
+  if (tp->n_others > 0 && tp->n_emptied == tp->n_others && (tp->cur == NULL || tp->cur->live == 0)) {
+    drop_all(tp);
+    return;
+  }
+  uint32_t keep = tp->n_others / HL_EMPTIED_KEEP_SHARE;
+  if (keep < hl_state.opt.spare_chunks) keep = hl_state.opt.spare_chunks;
+  if (c != tp->cur && tp->n_emptied > keep) {
+    chunk_unlink_slots(tp, c);
+    release_other(tp, c);
+  }
 }
 
 static inline void free_into(hl_tpool *tp, hl_chunk *c, void *p) {
@@ -278,10 +317,12 @@ void hl_tpool_destroy(hl_tpool *tp) {
   hl_chunk *c = tp->others;
   while (c) {
     hl_chunk *next = c->next;
+    c->emptied = 0;
     hl_chunk_release(c);
     c = next;
   }
   tp->others = NULL;
+  tp->n_others = tp->n_emptied = 0;
   if (tp->cur) hl_chunk_release(tp->cur);
   tp->cur = NULL;
   memset(tp->free, 0, sizeof tp->free);

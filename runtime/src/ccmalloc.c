@@ -21,7 +21,7 @@ static void *block_place(hl_tpool *tp, hl_chunk *c, uint32_t block, uint8_t cls,
   char *p = start + used;
   *fill = (uint8_t)((used + need) >> HL_GRANULE_SHIFT);
   hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
-  c->live++;
+  hl_chunk_take(tp, c);
   tp->allocs++;
   tp->bytes_requested += size;
   tp->slot_bytes += need;
@@ -78,9 +78,8 @@ HL_EXPORT void *ccmalloc(size_t size, const void *near) {
   if (p == NULL && tp->free[cls]) { /* a freed slot, wherever it is */
     hl_free_slot *s = tp->free[cls];
     tp->free[cls] = s->next;
-    if (s->next) s->next->prev = NULL;
     p = s;
-    hl_chunk_of(p)->live++;
+    hl_chunk_take(tp, hl_chunk_of(p));
     tp->allocs++;
     tp->bytes_requested += size;
     tp->slot_bytes += hl_class_size[cls];

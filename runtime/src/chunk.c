@@ -66,6 +66,7 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   c->magic = HL_CHUNK_MAGIC;
   c->pool = pool;
   c->in_use = 1;
+  c->emptied = 0;
   atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
   c->next = c->prev = NULL;
   /* ccmalloc chunks keep cc-blocks aligned to the chunk: no colour */

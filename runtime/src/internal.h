@@ -120,7 +120,7 @@ typedef struct hl_chunk {
   uint32_t magic;
   uint16_t pool;                      /* pool id, for stats */
   uint8_t in_use;
-  uint8_t unused;
+  uint8_t emptied;                    /* no live object, slots still on the lists (alloc.c) */
   _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
   struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
   char *bump, *end;                   /* bump region of fresh space */
@@ -131,8 +131,10 @@ typedef struct hl_chunk {
   _Atomic(void *) remote;             /* objects freed by other threads */
 } hl_chunk;
 
-/* A free slot, linked into its thread-pool's list for its class. While a chunk waits for
- * adoption, its free slots are marked instead (HL_SIZEMAP_FREE in the size map). */
+/* A free slot, linked into its thread-pool's list for its class. prev is valid on every
+ * slot but the head (popping the head leaves the next slot's prev stale: that write would
+ * touch one more line per allocation); unlinking asks the list head instead. While a chunk
+ * waits for adoption, its free slots are marked instead (HL_SIZEMAP_FREE in the size map). */
 typedef struct hl_free_slot {
   struct hl_free_slot *next, *prev;
 } hl_free_slot;
@@ -183,6 +185,8 @@ typedef struct hl_tpool {
   hl_free_slot *free[HL_NCLASSES]; /* most recently freed first, any chunk of the pool */
   hl_chunk *cur;            /* fresh space is bumped here */
   hl_chunk *others;         /* the pool's other chunks */
+  uint32_t n_others;        /* chunks on others */
+  uint32_t n_emptied;       /* of them, emptied ones whose slots are still on the lists */
   struct hl_heap *heap;     /* HL_HEAP_EXPLICIT for an explicit pool */
   uint16_t pool;
   uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
@@ -221,6 +225,15 @@ size_t hl_usable_size_ours(const void *p);
 void *hl_realloc_ours(void *p, size_t size);
 void hl_tpool_destroy(hl_tpool *tp);
 
+/* One more live object in c, a chunk of tp. A chunk emptied but kept (its slots still on
+ * the lists, alloc.c) serves again and stops counting as empty. */
+static inline void hl_chunk_take(hl_tpool *tp, hl_chunk *c) {
+  if (HL_UNLIKELY(c->live++ == 0)) {
+    tp->n_emptied -= c->emptied;
+    c->emptied = 0;
+  }
+}
+
 /* The allocation fast path: the most recently freed slot of the class, else fresh bump
  * space in the current chunk; NULL when neither is there (then hl_tpool_alloc_slow). It
  * calls nothing, so the entry points that inline it need no saved registers. */
@@ -228,10 +241,8 @@ static inline void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class(size);
   hl_free_slot *obj = tp->free[cls];
   if (obj != NULL) {
-    hl_free_slot *next = obj->next;
-    tp->free[cls] = next;
-    if (next) next->prev = NULL;
-    hl_chunk_of(obj)->live++;
+    tp->free[cls] = obj->next;
+    hl_chunk_take(tp, hl_chunk_of(obj));
     tp->allocs++;
     tp->bytes_requested += size;
     tp->slot_bytes += hl_class_size[cls];
@@ -346,7 +357,9 @@ void hl_unwind_refresh_modules(void);
  * list. Statistics count frees here; an emptied chunk goes out of line. */
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c);
 void hl_free_remote(hl_chunk *c, void *p);
-static inline void hl_free_ours_inline(void *p) {
+/* cls: the slot's size class when the caller knows it (a sized delete), else 0 (read
+ * from the chunk's size map: for a random free, one more cache line). */
+static inline __attribute__((always_inline)) void hl_free_ours_class(void *p, uint8_t cls) {
   hl_chunk *c = hl_chunk_of(p);
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
   hl_tpool *tp = atomic_load_explicit(&c->owner, memory_order_acquire);
@@ -354,19 +367,20 @@ static inline void hl_free_ours_inline(void *p) {
     hl_free_remote(c, p);
     return;
   }
-  uint8_t cls = hl_class_at(c, p);
+  if (cls == 0) cls = hl_class_at(c, p);
+  hl_assert(cls == hl_class_at(c, p));
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
   tp->frees++;
   tp->freed_slot_bytes += hl_class_size[cls];
   if (HL_LIKELY(!tp->no_reuse)) {
     hl_free_slot *s = p, *head = tp->free[cls];
     s->next = head;
-    s->prev = NULL;
     if (head) head->prev = s;
     tp->free[cls] = s;
   }
   if (HL_UNLIKELY(--c->live == 0)) hl_chunk_emptied(tp, c);
 }
+static inline void hl_free_ours_inline(void *p) { hl_free_ours_class(p, 0); }
 
 /* ---- placement policies (policy.c) ---- */
 /* Pool id for an allocation of `size` bytes made from return address `ra`; 0: forward. */

@@ -80,10 +80,18 @@ HL_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, co
  * pointer alone says whose it is and how large its slot is. */
 HL_EXPORT void _ZdlPv(void *p) { hl_free_fast(p); }
 HL_EXPORT void _ZdaPv(void *p) { hl_free_fast(p); }
-/* sized deletes: ours by the pointer; the allocator underneath by its own sized delete when
- * it has one (it is told the size it would otherwise look up) */
+/* sized deletes: ours by the size, the allocator underneath by its own sized delete when
+ * it has one (each is told the size it would otherwise look up). Our new placed the object
+ * in the class of its size, so the class comes from the size and the free skips the size
+ * map, a cache miss on a random free. Like tcmalloc and jemalloc, this trusts the size: a
+ * wrong one (a delete through a base class without a virtual destructor, undefined
+ * behaviour) would put the slot on another class's list; libheaplayout_debug.so asserts. */
 static inline __attribute__((always_inline)) void sized_free(void *p, size_t size, void (*below)(void *, size_t)) {
-  if (hl_is_ours(p) || hl_is_bootstrap(p) || below == NULL) {
+  if (hl_is_ours(p)) {
+    hl_free_ours_class(p, size - 1 < HL_MAX_CLASS_SIZE ? hl_size_class(size) : 0);
+    return;
+  }
+  if (hl_is_bootstrap(p) || below == NULL) {
     hl_free_fast(p);
     return;
   }

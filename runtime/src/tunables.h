@@ -39,6 +39,13 @@
 #define HL_SPARE_CHUNKS 8u
 #define HL_MAX_SPARE_CHUNKS 4096u
 
+/* Ours. A chunk that empties keeps its free slots on the pool's lists (it serves again
+ * if they are reused) until the whole pool is empty, when the lists are dropped whole, or
+ * until more than 1/HL_EMPTIED_KEEP_SHARE of the pool's chunks (and more than the spare
+ * count) are empty. Releasing at once unlinks every slot, a cache miss each: health spent
+ * 10% of its D1 misses (cachegrind) unlinking the chunks its final frees emptied. */
+#define HL_EMPTIED_KEEP_SHARE 2u
+
 /* Objects are placed in 16-byte granules: the alignment malloc promises on x86-64. */
 #define HL_GRANULE_SHIFT 4u
 #define HL_GRANULE (1u << HL_GRANULE_SHIFT)

@@ -174,6 +174,92 @@ static void test_chunk_return(void) {
   CHECK(p2 - p0 < 4 * 1024);
 }
 
+/* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0 HEAPLAYOUT_SPARE_CHUNKS=0 */
+static void test_emptied_chunks(void) {
+  enum { N = 1 << 19 }; /* 512K objects of 64 bytes: 32 MiB, 33 chunks of 1 MiB */
+  void **v = malloc(sizeof(void *) * N);
+  memset(v, 0, sizeof(void *) * N);
+  long before = resident_kib();
+  char *keep = site_a(64); /* holds the pool's first chunk */
+  memset(keep, 7, 64);
+  for (int i = 0; i < N; i++) memset(v[i] = site_a(64), 1, 64);
+  long full = resident_kib() - before;
+  for (int i = 0; i < N; i++) free(v[i]);
+  long emptied = resident_kib() - before;
+  /* the pool still holds `keep`: its emptied chunks stay resident with their slots on the
+   * lists, up to half of its chunks; the others were unlinked and went back to the OS */
+  printf("resident KiB over the start: full %ld, emptied %ld\n", full, emptied);
+  CHECK(full > 30 * 1024);
+  CHECK(emptied > full / 3 && emptied < full * 3 / 4);
+  /* a rebuild takes the kept slots first: no more memory than before */
+  for (int i = 0; i < N / 4; i++) memset(v[i] = site_a(64), 2, 64);
+  CHECK(resident_kib() - before <= emptied + 1024);
+  for (int i = 0; i < N / 4; i++) free(v[i]);
+  CHECK(keep[63] == 7);
+  /* frees in random order: chunks empty at random points of the lists and are unlinked
+   * from there; every slot handed out again must be distinct (tags survive) */
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < N; i++) v[i] = site_a(64);
+  for (int i = N - 1; i > 0; i--) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    int j = (int)(x % (uint64_t)(i + 1));
+    void *t = v[i];
+    v[i] = v[j], v[j] = t;
+  }
+  for (int i = 0; i < N; i++) free(v[i]);
+  for (int i = 0; i < N; i++) *(int *)(v[i] = site_a(64)) = i;
+  for (int i = 0; i < N; i++) CHECK(*(int *)v[i] == i);
+  for (int i = 0; i < N; i++) free(v[i]);
+  /* the last object goes: every chunk is empty, the lists are dropped whole, all chunks go */
+  free(keep);
+  CHECK(resident_kib() - before < 4 * 1024);
+  /* and the pool starts again from fresh chunks */
+  for (int i = 0; i < 1000; i++) memset(v[i] = site_a(64), 3, 64);
+  for (int i = 0; i < 1000; i++) free(v[i]);
+  free(v);
+}
+
+/* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0, HEAPLAYOUT_SPARE_CHUNKS set by the
+ * test: a structure built and freed whole every round; test_runtime_engine.py counts the
+ * page faults (spare chunks are reused resident, others fault in again). */
+static void test_rebuild_rounds(void) {
+  enum { N = 100000, ROUNDS = 6 }; /* 6.4 MB of 64-byte objects a round */
+  static void *v[N];
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int i = 0; i < N; i++) memset(v[i] = site_a(64), r, 64);
+    for (int i = 0; i < N; i++) free(v[i]);
+  }
+}
+
+/* C++'s new and sized delete, called by their mangled names from C. */
+void *_Znwm(size_t size);
+void _ZdlPvm(void *p, size_t size);
+__attribute__((noinline)) static void *new_site(size_t n) { return _Znwm(n); }
+
+/* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0: a sized delete takes the class from
+ * the size (no size-map read); the slot is reused by the next new of that class. */
+static void test_sized_delete(void) {
+  static const size_t sizes[] = {1, 16, 17, 48, 100, 256, 257, 1000, 4096, 5000};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    size_t n = sizes[k];
+    char *p = new_site(n);
+    CHECK(p != NULL && (heaplayout_pool_of(p) >= 3) == (n <= 128)); /* HEAPLAYOUT_MAX_SIZE 128 */
+    memset(p, 5, n);
+    _ZdlPvm(p, n);
+    char *q = new_site(n);
+    CHECK(q == p);
+    _ZdlPvm(q, n);
+  }
+}
+
+/* The debug library checks the size of a sized delete against the size map: a wrong one
+ * (undefined behaviour) stops with an assertion instead of corrupting the lists. */
+static void test_sized_delete_mismatch(void) {
+  void *p = new_site(48);
+  _ZdlPvm(p, 16);
+  printf("not reached\n");
+}
+
 /* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0 HEAPLAYOUT_MAX_SIZE=1024 */
 static void test_realloc_in_place(void) {
   char *p = site_a(40);
@@ -390,6 +476,8 @@ int main(int argc, char **argv) {
       {"foreign_pointers", test_foreign_pointers},   {"ccmalloc", test_ccmalloc},
       {"pool_api", test_pool_api},                   {"fork", test_fork},
       {"adopt", test_adopt},                         {"policy_name", test_policy_name},
+      {"emptied_chunks", test_emptied_chunks},       {"rebuild_rounds", test_rebuild_rounds},
+      {"sized_delete", test_sized_delete},           {"sized_delete_mismatch", test_sized_delete_mismatch},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s CASE\n", argv[0]);
