@@ -95,21 +95,24 @@ static void drop_all(hl_tpool *tp) {
  * released. The current chunk stays while others hold objects, so a pool that frees and
  * allocates one object at a time never touches the chunk cache. */
 static void chunk_emptied(hl_tpool *tp, hl_chunk *c) {
-  if (tp->no_reuse) { /* no slot is on a list */
-    if (c != tp->cur) release_other(tp, c);
+  if (c == tp->cur) { /* the common case of a pool with one object at a time: stay */
+    if (HL_UNLIKELY(tp->n_others > 0 && tp->n_emptied == tp->n_others)) drop_all(tp);
     return;
   }
-  if (c != tp->cur && !c->emptied) {
-    c->emptied = 1;
-    tp->n_emptied++;
+  if (tp->no_reuse) { /* no slot is on a list */
+    release_other(tp, c);
+    return;
   }
-  if (tp->n_others > 0 && tp->n_emptied == tp->n_others && (tp->cur == NULL || tp->cur->live == 0)) {
+  hl_assert(!c->emptied);
+  c->emptied = 1;
+  tp->n_emptied++;
+  if (tp->n_emptied == tp->n_others && (tp->cur == NULL || tp->cur->live == 0)) {
     drop_all(tp);
     return;
   }
   uint32_t keep = tp->n_others / HL_EMPTIED_KEEP_SHARE;
   if (keep < hl_state.opt.spare_chunks) keep = hl_state.opt.spare_chunks;
-  if (c != tp->cur && tp->n_emptied > keep) {
+  if (tp->n_emptied > keep) {
     chunk_unlink_slots(tp, c);
     release_other(tp, c);
   }

@@ -228,10 +228,11 @@ void hl_tpool_destroy(hl_tpool *tp);
 /* One more live object in c, a chunk of tp. A chunk emptied but kept (its slots still on
  * the lists, alloc.c) serves again and stops counting as empty. */
 static inline void hl_chunk_take(hl_tpool *tp, hl_chunk *c) {
-  if (HL_UNLIKELY(c->live++ == 0)) {
-    tp->n_emptied -= c->emptied;
+  if (HL_UNLIKELY(c->emptied)) {
     c->emptied = 0;
+    tp->n_emptied--;
   }
+  c->live++;
 }
 
 /* The allocation fast path: the most recently freed slot of the class, else fresh bump
@@ -378,7 +379,8 @@ static inline __attribute__((always_inline)) void hl_free_ours_class(void *p, ui
     if (head) head->prev = s;
     tp->free[cls] = s;
   }
-  if (HL_UNLIKELY(--c->live == 0)) hl_chunk_emptied(tp, c);
+  /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
+  if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
 }
 static inline void hl_free_ours_inline(void *p) { hl_free_ours_class(p, 0); }
 
