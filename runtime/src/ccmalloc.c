@@ -21,7 +21,7 @@ static void *block_place(hl_tpool *tp, hl_chunk *c, uint32_t block, uint8_t cls,
   char *p = start + used;
   *fill = (uint8_t)((used + need) >> HL_GRANULE_SHIFT);
   hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
-  hl_chunk_take(tp, c);
+  c->live++;
   tp->allocs++;
   tp->bytes_requested += size;
   tp->slot_bytes += need;
@@ -75,11 +75,12 @@ HL_EXPORT void *ccmalloc(size_t size, const void *near) {
   void *p = near ? near_place(tp, near, cls, size) : NULL;
   hl_chunk *c = tp->cur;
   if (p == NULL && c && c->cc_open != UINT32_MAX) p = block_place(tp, c, c->cc_open, cls, size);
+  if (p == NULL && tp->n_emptied) hl_tpool_release_emptied(tp);
   if (p == NULL && tp->free[cls]) { /* a freed slot, wherever it is */
     hl_free_slot *s = tp->free[cls];
     tp->free[cls] = s->next;
     p = s;
-    hl_chunk_take(tp, hl_chunk_of(p));
+    hl_chunk_of(p)->live++;
     tp->allocs++;
     tp->bytes_requested += size;
     tp->slot_bytes += hl_class_size[cls];

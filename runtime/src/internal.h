@@ -215,6 +215,7 @@ void hl_heap_fork_done(void);
 
 /* ---- the allocation paths (alloc.c) ---- */
 void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size);
+void hl_tpool_release_emptied(hl_tpool *tp);
 void *hl_tpool_alloc_aligned(hl_tpool *tp, size_t size, size_t align);
 void hl_free_ours(void *p);
 void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p);
@@ -225,16 +226,6 @@ size_t hl_usable_size_ours(const void *p);
 void *hl_realloc_ours(void *p, size_t size);
 void hl_tpool_destroy(hl_tpool *tp);
 
-/* One more live object in c, a chunk of tp. A chunk emptied but kept (its slots still on
- * the lists, alloc.c) serves again and stops counting as empty. */
-static inline void hl_chunk_take(hl_tpool *tp, hl_chunk *c) {
-  if (HL_UNLIKELY(c->emptied)) {
-    c->emptied = 0;
-    tp->n_emptied--;
-  }
-  c->live++;
-}
-
 /* The allocation fast path: the most recently freed slot of the class, else fresh bump
  * space in the current chunk; NULL when neither is there (then hl_tpool_alloc_slow). It
  * calls nothing, so the entry points that inline it need no saved registers. */
@@ -242,8 +233,10 @@ static inline void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class(size);
   hl_free_slot *obj = tp->free[cls];
   if (obj != NULL) {
+    hl_chunk *oc = hl_chunk_of(obj);
+    if (HL_UNLIKELY(oc->emptied)) return NULL; /* the slow path releases emptied chunks first */
     tp->free[cls] = obj->next;
-    hl_chunk_take(tp, hl_chunk_of(obj));
+    oc->live++;
     tp->allocs++;
     tp->bytes_requested += size;
     tp->slot_bytes += hl_class_size[cls];
