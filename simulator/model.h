@@ -120,7 +120,7 @@ void hs_set_pool_range(hs_model *m, hs_u64 lo, hs_u64 hi);
 void hs_unmap(hs_model *m, hs_u64 lo, hs_u64 hi);
 /* End of run: unused prefetched lines still cached are counted as useless. */
 void hs_finish(hs_model *m);
-const hs_stats *hs_get_stats(const hs_model *m);
+const hs_stats *hs_get_stats(hs_model *m);
 const hs_bucket_stats *hs_get_bucket(const hs_model *m, unsigned dim, unsigned bucket);
 const char *hs_prefetcher_name(int pf);
 int hs_prefetcher_from_name(const char *name); /* -1 if unknown */

@@ -81,6 +81,50 @@ def test_model_matches_reference_lru_on_random_trace(model_test):
     assert r["cycles"] == (30000 - miss[0]) * 5 + (miss[0] - miss[1]) * 15 + (miss[1] - miss[2]) * 50 + miss[2] * 250
 
 
+def mixed_trace(seed: int, n: int = 40000) -> str:
+    """Accesses with the locality real programs have, in random proportions: a hot set, runs
+    along lines, page hops, straddling and odd-sized accesses, stores, several PCs, unmaps."""
+    import random
+    rng = random.Random(seed)
+    hot = [BASE + rng.randrange(0, 1 << 20) for _ in range(200)]
+    out, a = [], BASE
+    for i in range(n):
+        r = rng.random()
+        if r < 0.35:
+            a = rng.choice(hot)
+        elif r < 0.6:
+            a += rng.choice((8, 8, 16, 64, -8))
+        elif r < 0.75:
+            a = BASE + rng.randrange(0, 1 << 24)
+        elif r < 0.8:
+            a += 4096 * rng.randrange(1, 40)
+        size = rng.choice((1, 4, 8, 8, 8, 16, 32, 60, 200))
+        pc = 0x401000 + 16 * rng.randrange(0, 12)
+        out.append(f"{'W' if rng.random() < 0.3 else 'R'} {a & ((1 << 47) - 1):x} {size} {pc:x}\n")
+        if i % 9973 == 0:
+            lo = BASE + rng.randrange(0, 1 << 24) & ~4095
+            out.append(f"U {lo:x} {lo + 4096 * rng.randrange(1, 64):x}\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("opts", [
+    (), ("--tlb=no",), ("--levels=2", "--D1=32768,8,64", "--LL=4194304,16,64", "--tlb=no"),
+    ("--prefetch=nextline",), ("--prefetch=tagged", "--pf-degree=2"), ("--prefetch=stride",),
+    ("--prefetch=cc-all", f"--pool-range={BASE:#x}-{BASE + (1 << 22):#x}"), ("--prefetch=tagged", "--pf-level=2"),
+    ("--line=32",), ("--line=128", "--tlb-levels=1"), ("--page-size=2097152",), ("--L1=3072,3,64",),
+])
+def test_fast_paths_match_the_full_model(build_dir, model_test, opts):
+    # model_test_slow is the same driver with HS_NO_FASTPATH: every access takes the full path.
+    # The fast paths are shortcuts, never approximations: every count must be identical.
+    slow = build_dir / "tests" / "simulator" / "model_test_slow"
+    assert slow.exists(), f"{slow} not built"
+    for seed in (1, 2):
+        trace = mixed_trace(seed)
+        fast_r, slow_r = sim(model_test, trace, *opts), sim(slow, trace, *opts)
+        assert fast_r == slow_r
+        assert fast_r["levels"][0]["misses"] > 100 and fast_r["levels"][0]["accesses"] > fast_r["refs"] // 2
+
+
 def test_strided_walk_misses_equal_touched_lines(model_test):
     # 128-byte stride over 4000 accesses: every access touches a new 64-byte line
     r = sim(model_test, walk(BASE, 4000, 128))
