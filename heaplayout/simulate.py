@@ -81,6 +81,8 @@ class SimOptions:
     # tool observes allocation calls without touching the client (simulator/hs_hooks.c).
     contexts: bool = False
     top_contexts: int = 50
+    # the oracle in a helper process fed through shared memory (same counts; uses a second core)
+    oracle_helper: bool = True
 
     def tracks_objects(self) -> bool:
         return bool(self.contexts or self.oracle or self.oracle_hot)
@@ -113,6 +115,8 @@ class SimOptions:
             args.append("--oracle=yes")
         if self.oracle_hot:
             args.append("--oracle-hot=" + ",".join(self.oracle_hot))
+        if (self.oracle or self.oracle_hot) and not self.oracle_helper:
+            args.append("--oracle-helper=no")
         return args
 
     def label(self) -> str:

@@ -22,10 +22,12 @@
 #include "pub_tool_aspacemgr.h"
 #include "pub_tool_clreq.h"
 #include "pub_tool_debuginfo.h"
+#include "pub_tool_libcproc.h"
 #include "model.h"
 #include "options.h"
 #include "hs_objects.h"
 #include "hs_hooks.h"
+#include "hs_oracle_feed.h"
 
 #define HS_CHUNK_MAGIC 0x484c434bu
 #define MAX_POOLS 65536
@@ -46,6 +48,7 @@ static Long top_contexts = 50;
 static hs_model* oracle_model;
 static const HChar* oracle_hot = NULL;
 static ULong oracle_dropped;
+static Bool oracle_helper = True; /* run the oracle in a helper process (hs_oracle_feed.c) */
 
 /* ------------------------------------------------------------------ attribution by pool */
 
@@ -76,11 +79,8 @@ static VG_REGPARM(2) void on_access(Addr a, UWord szk)
 static VG_REGPARM(3) void on_access_pc(Addr a, UWord szk, UWord pc)
 {
    hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), pc);
-   if (oracle_model) {
-      Addr o = ho_remap(a);
-      if (o) hs_access(oracle_model, o, (unsigned)(szk & 0xffff), (int)(szk >> 16), pc);
-      else oracle_dropped++;
-   }
+   if (of_active) of_access(a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc);
+   else if (oracle_model) ho_oracle_access(oracle_model, a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc, &oracle_dropped);
 }
 
 static Bool want_pc;
@@ -264,6 +264,7 @@ static Bool hs_process_cmd_line_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--per-pool", per_pool) {}
    else if VG_BOOL_CLO(arg, "--contexts", track_contexts) {}
    else if VG_BOOL_CLO(arg, "--oracle", oracle) {}
+   else if VG_BOOL_CLO(arg, "--oracle-helper", oracle_helper) {}
    else if VG_BOOL_CLO(arg, "--trace-hooks", trace_hooks) {}
    else if VG_STR_CLO(arg, "--oracle-hot", oracle_hot) {}
    else if VG_BINT_CLO(arg, "--max-contexts", max_contexts, 2, 1 << 20) {}
@@ -314,7 +315,9 @@ static void hs_print_usage(void)
 "    --oracle=yes|no              also simulate every heap object packed densely in\n"
 "                                 first-touch order (needs --contexts=yes) [no]\n"
 "    --oracle-hot=<ra>,<ra>,..    hot-first oracle: these call sites' objects (hex return\n"
-"                                 addresses, hottest first) packed first, each context apart\n");
+"                                 addresses, hottest first) packed first, each context apart\n"
+"    --oracle-helper=yes|no       simulate the oracle in a helper process fed through shared\n"
+"                                 memory (a second core halves the time) [yes]\n");
 }
 
 static void hs_print_debug_usage(void)
@@ -401,6 +404,15 @@ static void write_levels(const hs_stats* s, const hs_config* c, const HChar** na
 
 static void hs_fini(Int exitcode)
 {
+   /* the helper's counts (and the contexts' access counts) first: the contexts table uses them */
+   static hs_stats helper_stats;
+   const hs_stats* oracle_stats = NULL;
+   if (of_active) {
+      if (of_finish(&helper_stats, &oracle_dropped)) oracle_stats = &helper_stats;
+      else oracle_model = NULL;
+   } else if (oracle_model) {
+      oracle_stats = hs_get_stats(oracle_model);
+   }
    hs_finish(model);
    const hs_stats* s = hs_get_stats(model);
    const hs_config* c = &opts.cfg;
@@ -476,9 +488,9 @@ static void hs_fini(Int exitcode)
    if (oracle_model) {
       hs_finish(oracle_model);
       oprintf(",\n \"oracle\": {\"layout\": \"%s\", \"packed_bytes\": %llu, \"metadata_refs_dropped\": %llu, "
-              "\"refs\": %llu, ", oracle_hot ? "hot-first" : "dense first-touch", ho_packed_bytes, oracle_dropped,
-              hs_get_stats(oracle_model)->refs);
-      write_levels(hs_get_stats(oracle_model), c, names);
+              "\"refs\": %llu, \"helper\": %s, ", oracle_hot ? "hot-first" : "dense first-touch", ho_packed_bytes,
+              oracle_dropped, oracle_stats->refs, oracle_stats == &helper_stats ? "true" : "false");
+      write_levels(oracle_stats, c, names);
       oprintf("}");
    }
    oprintf("}\n");
@@ -487,6 +499,14 @@ static void hs_fini(Int exitcode)
 }
 
 /* ------------------------------------------------------------------ init */
+
+/* In a forked client the tool goes on as a copy of the parent: the helper is not its own,
+ * and the in-process oracle's map has no page counts, so the copy reports no oracle. */
+static void client_forked(ThreadId tid)
+{
+   of_forget();
+   oracle_model = NULL;
+}
 
 static void hs_post_clo_init(void)
 {
@@ -531,6 +551,12 @@ static void hs_post_clo_init(void)
       VG_(exit)(1);
    }
    want_pc = opts.cfg.prefetcher == HS_PF_STRIDE || oracle_model != NULL;
+   if (oracle_model && oracle_helper) {
+      const HChar* why = NULL;
+      if (of_start(oracle_model, (UInt)max_contexts, &why)) ho_oracle = False; /* the helper keeps the page counts */
+      else VG_(umsg)("hlsim: %s; the oracle runs in this process\n", why);
+   }
+   VG_(atfork)(NULL, NULL, client_forked);
    if (pool_range_given) {
       pool_lo = opts.cfg.pool_lo;
       pool_hi = opts.cfg.pool_hi;

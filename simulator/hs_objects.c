@@ -19,6 +19,7 @@
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_debuginfo.h"
 #include "hs_objects.h"
+#include "hs_oracle_feed.h"
 
 #define L1_BITS 12
 #define L2_BITS 14
@@ -189,12 +190,34 @@ static UInt context_of(Addr ra)
       if (hot_ra[k] == ra) ho_ctx[c].region = k + 1;
    ho_ctx[c].desc = VG_(strdup)("hlsim.desc", VG_(describe_IP)(VG_(current_DiEpoch)(), ra - 1, NULL));
    ctx_hash[h] = c;
+   if (of_active) of_new_context(c, ra);
    return c;
+}
+
+void ho_add_context(UInt c, Addr ra)
+{
+   tl_assert(c == ho_nctx && c < max_ctx);
+   if (ho_nctx == ctx_cap) {
+      ctx_cap *= 2;
+      ho_ctx = VG_(realloc)("hlsim.ctx", ho_ctx, ctx_cap * sizeof(HsCtx));
+   }
+   ho_nctx++;
+   VG_(memset)(&ho_ctx[c], 0, sizeof(HsCtx));
+   ho_ctx[c].ra = ra;
+   ho_ctx[c].desc = "";
+   for (UInt k = 0; k < nhot; k++)
+      if (hot_ra[k] == ra) ho_ctx[c].region = k + 1;
 }
 
 void ho_alloc(Addr p, SizeT n, Addr ra)
 {
+   ho_alloc_ctx(p, n, context_of(ra));
+}
+
+void ho_alloc_ctx(Addr p, SizeT n, UInt ctx)
+{
    UInt id;
+   if (of_active) of_alloc(p, n, ctx);
    forget_cached();
    if (free_ids) {
       id = free_ids;
@@ -210,7 +233,7 @@ void ho_alloc(Addr p, SizeT n, Addr ra)
    o->start = p;
    o->size = n;
    o->packed = 0;
-   o->ctx = context_of(ra);
+   o->ctx = ctx;
    o->next_free = 0;
    o->live = 1;
    ho_ctx[o->ctx].allocs++;
@@ -233,6 +256,7 @@ void ho_free(Addr p)
    UInt id = ho_find(p);
    if (!id || ho_objs[id].start != p || !ho_objs[id].live) return;
    HsObj* o = &ho_objs[id];
+   if (of_active) of_free(p);
    forget_cached();
    map_range(p, o->size, 0, id);
    if (ho_oracle) page_count(p, o->size, -1);

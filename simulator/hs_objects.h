@@ -2,6 +2,7 @@
 #ifndef HLSIM_OBJECTS_H
 #define HLSIM_OBJECTS_H
 #include "pub_tool_basics.h"
+#include "model.h"
 
 #define HO_MAX_HOT 64
 #define HO_PACKED_BASE 0x700000000000ULL /* the oracle's packed heap: no client address */
@@ -31,6 +32,9 @@ extern ULong ho_live_objects, ho_total_objects, ho_packed_bytes;
 void ho_init(UInt max_contexts, Bool oracle);
 const HChar* ho_set_hot(const HChar* list);
 void ho_alloc(Addr p, SizeT n, Addr ra);
+void ho_alloc_ctx(Addr p, SizeT n, UInt ctx);
+/* the oracle helper: context `c` (the next index) was created for return address `ra` */
+void ho_add_context(UInt c, Addr ra);
 void ho_free(Addr p);
 UInt ho_find(Addr a);
 Bool ho_in_heap_page(Addr a);
@@ -51,5 +55,13 @@ static inline Addr ho_remap(Addr a)
    }
    if ((a >> 12) == ho_last_plain_page) return a;
    return ho_remap_lookup(a);
+}
+
+/* One reference replayed in the oracle's layout; allocator metadata is dropped, and counted. */
+static inline void ho_oracle_access(hs_model* m, Addr a, UInt size, Bool store, Addr pc, ULong* dropped)
+{
+   Addr o = ho_remap(a);
+   if (o) hs_access(m, o, size, store, pc);
+   else (*dropped)++;
 }
 #endif

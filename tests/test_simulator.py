@@ -359,6 +359,40 @@ def test_contexts_and_oracle_on_known_pattern(build_dir, tmp_path):
 
 
 @pytestmark_vg
+@pytest.mark.parametrize("model", [{}, {"prefetch": "stride"}])
+def test_oracle_helper_gives_the_in_process_counts(build_dir, model):
+    """The oracle's helper process replays the same events through the same code: every count
+    of the result, the contexts' access counts included, equals the in-process oracle's."""
+    prog = [str(build_dir / "tests" / "simulator" / "sim_objects"), "5000", "4"]
+    hot = SimOptions(oracle=True, model=model)
+    runs = {h: run_simulation(prog, SimOptions(oracle=True, model=model, oracle_helper=h), stdout=subprocess.PIPE)
+            for h in (True, False)}
+    assert runs[True]["oracle"].pop("helper") is True and runs[False]["oracle"].pop("helper") is False
+    assert runs[True]["oracle"]["levels"][0]["misses"] > 0
+    assert any(c["accesses"] > 0 for c in runs[True]["contexts"])
+    for key in ("oracle", "contexts", "levels", "tlb", "refs", "cycles"):
+        assert runs[True][key] == runs[False][key], key
+    # the hot-first variant, from the first run's hottest context
+    ra = max(runs[True]["contexts"], key=lambda c: c["accesses"])["ra"]
+    hot = {h: run_simulation(prog, SimOptions(oracle=True, oracle_hot=[ra], model=model, oracle_helper=h),
+                             stdout=subprocess.PIPE)["oracle"] for h in (True, False)}
+    hot[True].pop("helper"), hot[False].pop("helper")
+    assert hot[True] == hot[False] and hot[True]["layout"] == "hot-first"
+
+
+@pytestmark_vg
+def test_oracle_helper_is_no_child_of_the_client(build_dir):
+    """A client that waits until it has no children left finishes, with its own output and
+    exit code, and the oracle is reported."""
+    prog = [str(build_dir / "tests" / "simulator" / "sim_fork_wait"), "3"]
+    native = subprocess.run(prog, capture_output=True, text=True, timeout=60)
+    assert native.returncode == 0 and "reaped 3 failed 0" in native.stdout
+    r = run_simulation(prog, SimOptions(oracle=True), stdout=subprocess.PIPE)
+    assert r["valgrind_exit"] == 0 and r["program_stdout"] == native.stdout
+    assert r["oracle"]["helper"] is True and r["oracle"]["refs"] > 0
+
+
+@pytestmark_vg
 @pytest.mark.parametrize("allocator", ["glibc", "jemalloc", "mimalloc", "tcmalloc"])
 def test_allocation_calls_seen_by_the_tool(build_dir, allocator):
     """sim_cxx_contexts: 1000 allocations from each of seven sites (new, new[], malloc, calloc,

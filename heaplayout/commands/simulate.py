@@ -64,6 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--oracle", choices=("first-touch", "hot-first"),
                    help="also simulate the oracle layout: every heap object packed densely in first-touch order; "
                    "hot-first adds a second run that packs the hottest call sites' objects first")
+    p.add_argument("--oracle-in-process", action="store_true",
+                   help="simulate the oracle in the tool's own process instead of a helper process fed through "
+                   "shared memory (same counts; the helper lets a second core carry the oracle's half of the work)")
     p.add_argument("--contexts", action="store_true",
                    help="track heap objects and call sites: misses per allocation call site; implied by --oracle. "
                    "The tool sees the malloc family's entries and returns; nothing is wrapped or replaced, so the "
@@ -90,7 +93,8 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
     policy = args.policy or ("plan" if args.plan else "none")
     return SimOptions(policy=policy, allocator=args.allocator, plan=args.plan,
                       runtime_options=runtime_options, model=model,
-                      contexts=args.contexts or bool(args.oracle))
+                      contexts=args.contexts or bool(args.oracle),
+                      oracle_helper=not args.oracle_in_process)
 
 
 def simulate_command(args: argparse.Namespace) -> int:
