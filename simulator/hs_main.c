@@ -553,7 +553,7 @@ static void hs_post_clo_init(void)
    want_pc = opts.cfg.prefetcher == HS_PF_STRIDE || oracle_model != NULL;
    if (oracle_model && oracle_helper) {
       const HChar* why = NULL;
-      if (of_start(oracle_model, (UInt)max_contexts, &why)) ho_oracle = False; /* the helper keeps the page counts */
+      if (of_start(oracle_model, (UInt)max_contexts, opts.cfg.prefetcher == HS_PF_STRIDE, &why)) ho_oracle = False; /* the helper keeps the page counts */
       else VG_(umsg)("hlsim: %s; the oracle runs in this process\n", why);
    }
    VG_(atfork)(NULL, NULL, client_forked);

@@ -159,14 +159,47 @@ static void map_range(Addr a, SizeT n, UInt id, UInt only)
    }
 }
 
-Addr ho_last_lo, ho_last_len, ho_last_delta, ho_last_plain_page = ~(Addr)0;
+Addr ho_last_lo, ho_last_len, ho_last_delta;
+Addr ho_plain_page[HO_PLAIN_PAGES] = {~(Addr)0, ~(Addr)0, ~(Addr)0, ~(Addr)0};
+static UInt plain_next; /* round-robin replacement */
 static ULong dummy_count;
 ULong* ho_last_count = &dummy_count;
 
-static void forget_cached(void)
+/* Recently remapped objects, by the line of the access (direct-mapped): heap accesses that
+ * leave the last object mostly return to one touched shortly before, and this saves the
+ * walk of the object map, whose leaves miss the host's caches. A free clears the slots of
+ * the object's lines that hold it. */
+#define RECENT_BITS 10
+typedef struct { Addr lo, len, delta; ULong* count; } Recent;
+static Recent recent[1 << RECENT_BITS];
+static inline Recent* recent_slot(Addr a) { return &recent[(a >> 6) & ((1 << RECENT_BITS) - 1)]; }
+
+static void forget_recent(Addr p, SizeT n)
+{
+   Addr first = p >> 6, last = (p + (n ? n : 1) - 1) >> 6;
+   if (last - first >= (1 << RECENT_BITS)) {
+      for (UInt i = 0; i < (1 << RECENT_BITS); i++)
+         if (recent[i].lo == p) recent[i].len = 0;
+      return;
+   }
+   for (Addr l = first; l <= last; l++) {
+      Recent* r = recent_slot(l << 6);
+      if (r->lo == p) r->len = 0;
+   }
+}
+
+/* the cached objects (their counters point into ho_ctx, which a new context may move) */
+static void forget_object(void)
 {
    ho_last_len = 0;
-   ho_last_plain_page = ~(Addr)0;
+   for (UInt i = 0; i < (1 << RECENT_BITS); i++) recent[i].len = 0;
+}
+
+static void forget_plain_pages(Addr p, SizeT n)
+{
+   Addr lo = p >> 12, hi = (p + (n ? n : 1) - 1) >> 12;
+   for (UInt i = 0; i < HO_PLAIN_PAGES; i++)
+      if (ho_plain_page[i] >= lo && ho_plain_page[i] <= hi) ho_plain_page[i] = ~(Addr)0;
 }
 
 static UInt context_of(Addr ra)
@@ -182,6 +215,7 @@ static UInt context_of(Addr ra)
    if (ho_nctx == ctx_cap) {
       ctx_cap *= 2;
       ho_ctx = VG_(realloc)("hlsim.ctx", ho_ctx, ctx_cap * sizeof(HsCtx));
+      forget_object();
    }
    UInt c = ho_nctx++;
    VG_(memset)(&ho_ctx[c], 0, sizeof(HsCtx));
@@ -200,6 +234,7 @@ void ho_add_context(UInt c, Addr ra)
    if (ho_nctx == ctx_cap) {
       ctx_cap *= 2;
       ho_ctx = VG_(realloc)("hlsim.ctx", ho_ctx, ctx_cap * sizeof(HsCtx));
+      forget_object();
    }
    ho_nctx++;
    VG_(memset)(&ho_ctx[c], 0, sizeof(HsCtx));
@@ -218,7 +253,7 @@ void ho_alloc_ctx(Addr p, SizeT n, UInt ctx)
 {
    UInt id;
    if (of_active) of_alloc(p, n, ctx);
-   forget_cached();
+   forget_plain_pages(p, n);
    if (free_ids) {
       id = free_ids;
       free_ids = ho_objs[id].next_free;
@@ -257,7 +292,8 @@ void ho_free(Addr p)
    if (!id || ho_objs[id].start != p || !ho_objs[id].live) return;
    HsObj* o = &ho_objs[id];
    if (of_active) of_free(p);
-   forget_cached();
+   if (ho_last_len && ho_last_lo == p) ho_last_len = 0;
+   forget_recent(p, o->size);
    map_range(p, o->size, 0, id);
    if (ho_oracle) page_count(p, o->size, -1);
    if (o->packed) {
@@ -292,10 +328,19 @@ static Addr remap_slow(HsObj* o)
 
 Addr ho_remap_lookup(Addr a)
 {
+   Recent* r = recent_slot(a);
+   if (a - r->lo < r->len) {
+      ho_last_lo = r->lo;
+      ho_last_len = r->len;
+      ho_last_delta = r->delta;
+      ho_last_count = r->count;
+      (*ho_last_count)++;
+      return a + ho_last_delta;
+   }
    UInt id = ho_find(a);
    if (!id) {
       if (ho_in_heap_page(a)) return 0;
-      ho_last_plain_page = a >> 12;
+      ho_plain_page[plain_next++ % HO_PLAIN_PAGES] = a >> 12;
       return a;
    }
    HsObj* o = &ho_objs[id];
@@ -305,6 +350,7 @@ Addr ho_remap_lookup(Addr a)
    ho_last_delta = base - o->start;
    ho_last_count = &ho_ctx[o->ctx].accesses;
    (*ho_last_count)++;
+   *r = (Recent){ho_last_lo, ho_last_len, ho_last_delta, ho_last_count};
    return base + (a - o->start);
 }
 

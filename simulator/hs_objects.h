@@ -42,9 +42,12 @@ unsigned ho_classify_ctx(void* ctx, unsigned long long a);
 
 /* The oracle address of `a`, counting the access to its context; 0 = allocator metadata,
  * not part of the oracle's stream. Most accesses touch the same object as the heap access
- * before them, or a page with no live object (the stack, globals) as the non-heap access
- * before them: one entry of each is cached, and any allocation or free forgets both. */
-extern Addr ho_last_lo, ho_last_len, ho_last_delta, ho_last_plain_page;
+ * before them, or one of a few pages with no live object (the stack, globals): the last
+ * object and the last HO_PLAIN_PAGES such pages are cached. A free forgets the object if it
+ * is the one cached; an allocation forgets the cached pages it overlaps. */
+#define HO_PLAIN_PAGES 4
+extern Addr ho_last_lo, ho_last_len, ho_last_delta;
+extern Addr ho_plain_page[HO_PLAIN_PAGES];
 extern ULong* ho_last_count;
 Addr ho_remap_lookup(Addr a);
 static inline Addr ho_remap(Addr a)
@@ -53,7 +56,9 @@ static inline Addr ho_remap(Addr a)
       (*ho_last_count)++;
       return a + ho_last_delta;
    }
-   if ((a >> 12) == ho_last_plain_page) return a;
+   Addr pg = a >> 12;
+   if (pg == ho_plain_page[0] || pg == ho_plain_page[1] || pg == ho_plain_page[2] || pg == ho_plain_page[3])
+      return a;
    return ho_remap_lookup(a);
 }
 

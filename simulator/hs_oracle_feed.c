@@ -1,16 +1,20 @@
 /* hlsim: the oracle in a helper process, fed through a ring in shared memory (see the header).
  *
- * Ring records are two words. A reference: w0 = address | size << 47 | store << 63 (client
- * addresses are below 2^47; sizes are at most 0xffff), w1 = pc (below 2^48). The other kinds
- * carry their kind in the top four bits of w1: an allocation (w0 = p, w1 = ctx << 40 | n),
- * a free (w0 = p), a new context (w0 = ra, w1 = ctx), and a reference whose address does
- * not fit (w0 = address, w1 = store << 59 | size), followed by a record holding its pc.
+ * The ring holds 64-bit words. A data reference is one word (address | size << 47 |
+ * store << 63, size at least 1), followed by its pc when the stride prefetcher is on. A word
+ * whose size field is 0 is a control word: kind in bits 0..3, and
+ *   ALLOC:   ctx in bits 4..35; then the object's address, then its size;
+ *   FREE:    then the address;
+ *   CONTEXT: ctx in bits 4..35; then the call site's return address;
+ *   WIDE:    a reference whose address does not fit: store in bit 4, size in bits 5..20;
+ *            then the address, then the pc.
  *
  * Synchronisation: one producer (the tool runs one client thread at a time), one consumer.
- * Each side publishes its index every BATCH records, so the two cores rarely share a line;
- * x86 keeps stores in order, so a compiler barrier before publishing is enough. A side that
- * must wait spins briefly, then sleeps a millisecond in poll(). The helper exits if the
- * parent goes away.
+ * The producer publishes its index at record boundaries every OF_BATCH words, the consumer
+ * its own as it goes, so the cores rarely share a line; the non-temporal stores are fenced
+ * before each publication, and x86 keeps the other stores in order, so a compiler barrier
+ * is enough there. A side that must wait spins, then yields, then sleeps (wait_round). The
+ * helper exits if the parent goes away.
  *
  * The helper is forked twice, so that it is not a child of the client's process: a client
  * that waits for all its children (a shell, a test driver) would otherwise wait for it.
@@ -23,28 +27,25 @@
 #include "pub_tool_libcproc.h"
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_vki.h"
+#include "pub_tool_vkiscnums.h"
 #include "hs_objects.h"
 #include "hs_oracle_feed.h"
 
-/* Valgrind's core maps vgdb's shared memory with the first; neither is in the tool headers. */
+/* Valgrind's core maps vgdb's shared memory with the first; none is in the tool headers. */
 extern SysRes VG_(am_shared_mmap_file_float_valgrind)(SizeT length, UInt prot, Int fd, Off64T offset);
 extern Int VG_(kill)(Int pid, Int signo);
+extern SysRes VG_(do_syscall)(UWord sysno, RegWord, RegWord, RegWord, RegWord, RegWord, RegWord, RegWord, RegWord);
 
-#define RING_BITS 20            /* 1M records, 16 MiB: ~15 ms of the producer's slack */
-#define RING ((ULong)1 << RING_BITS)
-#define BATCH 4096              /* records between index updates */
-#define SPINS 2000              /* checks before sleeping */
+#define SPINS 4000              /* checks with a pause before yielding the core */
+#define YIELDS 20000            /* then sched_yield()s before sleeping (an idle client) */
 
-enum { K_ACCESS = 0, K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4, K_PC = 5 };
-#define KIND(w1) ((UInt)((w1) >> 60))
-#define TAG(k) ((ULong)(k) << 60)
-
-typedef struct { ULong w0, w1; } Rec;
+enum { K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4 };
+#define SIZE_OF(w) (((w) >> 47) & 0xffff)
 
 typedef struct {
-   volatile ULong head; /* records written (producer) */
+   volatile ULong head; /* words written (producer) */
    char pad0[56];
-   volatile ULong tail; /* records replayed (helper) */
+   volatile ULong tail; /* words replayed (helper) */
    char pad1[56];
    volatile UInt done;  /* producer: head is final */
    volatile UInt ok;    /* helper: the results below are written */
@@ -55,16 +56,27 @@ typedef struct {
 } Shared;
 
 Bool of_active;
+ULong* of_ring;
+ULong of_head, of_tail_seen, of_published;
+Bool of_with_pc;
 static Shared* sh;
 static ULong* ctx_accesses; /* [max_contexts], after the header */
-static Rec* ring;
-static ULong head, tail_seen; /* producer's own index and its last view of the tail */
 static Int helper_pid, parent_pid;
 static UInt max_ctx;
 
 static inline void barrier(void) { __asm__ __volatile__("" ::: "memory"); }
 static inline void cpu_relax(void) { __asm__ __volatile__("pause" ::: "memory"); }
 static void nap(void) { VG_(poll)(NULL, 0, 1); }
+
+/* One round of waiting for the other side; `n` counts the rounds so far. The two sides run
+ * at about the same speed, so a wait is usually short: spin, then give the core away, and
+ * sleep only when the other side has been idle for long (a client blocked in a system call). */
+static void wait_round(UInt n)
+{
+   if (n < SPINS) cpu_relax();
+   else if (n < SPINS + YIELDS) VG_(do_syscall)(__NR_sched_yield, 0, 0, 0, 0, 0, 0, 0, 0);
+   else nap();
+}
 
 /* ------------------------------------------------------------------ the helper */
 
@@ -75,8 +87,9 @@ static void helper_exit_if_orphaned(void)
 
 static void helper_main(hs_model* oracle)
 {
-   ULong t = 0, dropped = 0;
+   ULong t = 0, told = 0, dropped = 0;
    UInt waits = 0;
+   const ULong mask = OF_RING - 1;
    ho_oracle = True; /* the helper asks which pages hold objects; the parent does not */
    for (;;) {
       ULong h = sh->head;
@@ -86,41 +99,43 @@ static void helper_main(hs_model* oracle)
             if (sh->head == t) break;
             continue;
          }
-         if (++waits < SPINS) cpu_relax();
-         else { nap(); helper_exit_if_orphaned(); }
+         wait_round(waits++);
+         if (waits > SPINS && waits % 1024 == 0) helper_exit_if_orphaned();
          continue;
       }
       waits = 0;
       barrier();
-      for (; t < h; t++) {
-         const Rec* r = &ring[t & (RING - 1)];
-         ULong w0 = r->w0, w1 = r->w1;
-         switch (KIND(w1)) {
-         case K_ACCESS:
-            ho_oracle_access(oracle, w0 & (((Addr)1 << 47) - 1), (UInt)((w0 >> 47) & 0xffff),
-                             (Bool)(w0 >> 63), w1, &dropped);
+      /* h is at a record boundary: every record begun before it is complete */
+      while (t < h) {
+         if (t - told >= OF_BATCH) sh->tail = told = t; /* room for the producer as we go */
+         ULong w = of_ring[t++ & mask];
+         if (LIKELY(SIZE_OF(w) != 0)) {
+            Addr pc = of_with_pc ? of_ring[t++ & mask] : 0;
+            ho_oracle_access(oracle, w & (((Addr)1 << 47) - 1), (UInt)SIZE_OF(w), (Bool)(w >> 63), pc, &dropped);
+            continue;
+         }
+         UInt ctx = (UInt)((w >> 4) & 0xffffffff);
+         switch (w & 15) {
+         case K_ALLOC: {
+            Addr p = of_ring[t++ & mask];
+            ho_alloc_ctx(p, of_ring[t++ & mask], ctx);
             break;
-         case K_ALLOC:
-            ho_alloc_ctx(w0, w1 & (((ULong)1 << 40) - 1), (UInt)((w1 >> 40) & 0xfffff));
-            break;
-         case K_FREE: ho_free(w0); break;
-         case K_CONTEXT: ho_add_context((UInt)(w1 & 0xffffffff), w0); break;
+         }
+         case K_FREE: ho_free(of_ring[t++ & mask]); break;
+         case K_CONTEXT: ho_add_context(ctx, of_ring[t++ & mask]); break;
          case K_WIDE: {
-            const Rec* pc = &ring[(t + 1) & (RING - 1)];
-            if (t + 1 == h) goto publish; /* its pc record is not published yet: wait for it */
-            ho_oracle_access(oracle, w0, (UInt)(w1 & 0xffff), (Bool)((w1 >> 59) & 1), pc->w0, &dropped);
-            t++;
+            Addr a = of_ring[t++ & mask];
+            Addr pc = of_ring[t++ & mask];
+            ho_oracle_access(oracle, a, (UInt)((w >> 5) & 0xffff), (Bool)((w >> 4) & 1), pc, &dropped);
             break;
          }
          default:
-            VG_(fmsg)("hlsim: oracle helper: bad ring record\n");
+            VG_(fmsg)("hlsim: oracle helper: bad ring word\n");
             VG_(exit)(1);
          }
-         if ((t & (BATCH - 1)) == 0) sh->tail = t;
       }
-   publish:
       barrier();
-      sh->tail = t;
+      sh->tail = told = t;
    }
    hs_finish(oracle);
    sh->stats = *hs_get_stats(oracle);
@@ -135,11 +150,12 @@ static void helper_main(hs_model* oracle)
 
 /* ------------------------------------------------------------------ the parent */
 
-Bool of_start(hs_model* oracle, UInt max_contexts, const HChar** why)
+Bool of_start(hs_model* oracle, UInt max_contexts, Bool with_pc, const HChar** why)
 {
    max_ctx = max_contexts;
+   of_with_pc = with_pc;
    SizeT ctx_bytes = ((SizeT)max_contexts * sizeof(ULong) + 4095) & ~(SizeT)4095;
-   SizeT size = 4096 + ctx_bytes + RING * sizeof(Rec);
+   SizeT size = 4096 + ctx_bytes + OF_RING * sizeof(ULong);
    HChar path[512];
    VG_(snprintf)(path, sizeof path, "%s/hlsim-oracle-%d", VG_(tmpdir)(), VG_(getpid)());
    SysRes r = VG_(open)(path, VKI_O_CREAT | VKI_O_EXCL | VKI_O_RDWR, 0600);
@@ -158,7 +174,7 @@ Bool of_start(hs_model* oracle, UInt max_contexts, const HChar** why)
    sh = (Shared*)sr_Res(m);
    tl_assert(sizeof(Shared) <= 4096);
    ctx_accesses = (ULong*)((Addr)sh + 4096);
-   ring = (Rec*)((Addr)sh + 4096 + ctx_bytes);
+   of_ring = (ULong*)((Addr)sh + 4096 + ctx_bytes);
    parent_pid = VG_(getpid)();
    Int pid = VG_(fork)();
    if (pid < 0) { *why = "cannot fork the helper"; return False; }
@@ -178,55 +194,54 @@ Bool of_start(hs_model* oracle, UInt max_contexts, const HChar** why)
    return True;
 }
 
-static void publish(void)
+void of_publish(void)
 {
-   barrier();
-   sh->head = head;
+   __asm__ __volatile__("sfence" ::: "memory"); /* the non-temporal stores before the index */
+   sh->head = of_head;
+   of_published = of_head;
 }
 
-static void wait_for_space(void)
+void of_wait_for_space(void)
 {
-   publish();
-   for (UInt waits = 0; head - (tail_seen = sh->tail) >= RING; waits++) {
-      if (waits < SPINS) cpu_relax();
-      else nap();
-   }
+   of_publish();
+   for (UInt waits = 0; of_head + 3 - (of_tail_seen = sh->tail) > OF_RING; waits++) wait_round(waits);
 }
 
-static inline void push(ULong w0, ULong w1)
+void of_access_wide(Addr a, UInt size, Bool store, Addr pc)
 {
-   if (head - tail_seen >= RING) wait_for_space();
-   Rec* r = &ring[head & (RING - 1)];
-   r->w0 = w0;
-   r->w1 = w1;
-   if ((++head & (BATCH - 1)) == 0) publish();
+   of_begin();
+   of_put(K_WIDE | (ULong)store << 4 | (ULong)size << 5);
+   of_put(a);
+   of_put(pc);
 }
 
-void of_access(Addr a, UInt size, Bool store, Addr pc)
+void of_new_context(UInt ctx, Addr ra)
 {
-   if (LIKELY((a >> 47) == 0 && (pc >> 48) == 0)) {
-      push(a | (ULong)size << 47 | (ULong)store << 63, pc);
-   } else {
-      push(a, TAG(K_WIDE) | (ULong)store << 59 | size);
-      push(pc, TAG(K_PC));
-   }
+   of_begin();
+   of_put(K_CONTEXT | (ULong)ctx << 4);
+   of_put(ra);
 }
-
-void of_new_context(UInt ctx, Addr ra) { push(ra, TAG(K_CONTEXT) | ctx); }
 
 void of_alloc(Addr p, SizeT n, UInt ctx)
 {
-   ULong size = n < ((ULong)1 << 40) ? n : ((ULong)1 << 40) - 1;
-   push(p, TAG(K_ALLOC) | (ULong)ctx << 40 | size);
+   of_begin();
+   of_put(K_ALLOC | (ULong)ctx << 4);
+   of_put(p);
+   of_put(n);
 }
 
-void of_free(Addr p) { push(p, TAG(K_FREE)); }
+void of_free(Addr p)
+{
+   of_begin();
+   of_put(K_FREE);
+   of_put(p);
+}
 
 Bool of_finish(hs_stats* stats, ULong* dropped)
 {
    if (!of_active) return False;
    of_active = False;
-   publish();
+   of_publish();
    barrier();
    sh->done = 1;
    /* wait while the helper lives and makes progress (a crashed helper may stay a zombie) */

@@ -16,13 +16,49 @@
 /* true while the parent feeds a helper (hs_objects.c then forwards allocations and frees) */
 extern Bool of_active;
 
-/* Fork the helper that runs `oracle` (the model built for it) with `max_contexts` contexts.
+/* Fork the helper that runs `oracle` (the model built for it) with `max_contexts` contexts;
+ * `with_pc`: references carry their instruction address (the stride prefetcher needs it).
  * False, with the reason in *why, if it cannot be started: the caller runs the oracle
  * in-process as before. */
-Bool of_start(hs_model* oracle, UInt max_contexts, const HChar** why);
+Bool of_start(hs_model* oracle, UInt max_contexts, Bool with_pc, const HChar** why);
+
+/* The producer's side of the ring, inline because every data reference passes here. A
+ * reference is one word, address | size << 47 | store << 63 (client addresses are below
+ * 2^47, sizes 1..0xffff), then its pc when `with_pc`; a word with size 0 starts any other
+ * record (hs_oracle_feed.c). Words are written with non-temporal stores: the parent never
+ * reads them, and the ring would otherwise push the model's tables out of its caches. */
+#define OF_RING_BITS 20              /* 1M words, 8 MiB: ~8 ms of the producer's slack */
+#define OF_RING ((ULong)1 << OF_RING_BITS)
+#define OF_BATCH 4096                /* words between index updates */
+extern ULong* of_ring;
+extern ULong of_head, of_tail_seen, of_published;
+extern Bool of_with_pc;
+void of_wait_for_space(void);
+void of_publish(void);
+void of_access_wide(Addr a, UInt size, Bool store, Addr pc);
+
+static inline void of_put(ULong w)
+{
+   __asm__ __volatile__("movnti %1, %0" : "=m"(of_ring[of_head & (OF_RING - 1)]) : "r"(w));
+   of_head++;
+}
+
+/* a record of up to 3 words begins: room for it, and the batch published at a boundary */
+static inline void of_begin(void)
+{
+   if (of_head - of_published >= OF_BATCH) of_publish();
+   if (of_head + 3 - of_tail_seen > OF_RING) of_wait_for_space();
+}
 
 /* One data reference, as the tool saw it (before remapping). */
-void of_access(Addr a, UInt size, Bool store, Addr pc);
+static inline void of_access(Addr a, UInt size, Bool store, Addr pc)
+{
+   if (UNLIKELY((a >> 47) != 0)) { of_access_wide(a, size, store, pc); return; }
+   of_begin();
+   of_put(a | (ULong)(size ? size : 1) << 47 | (ULong)store << 63);
+   if (of_with_pc) of_put(pc);
+}
+
 void of_new_context(UInt ctx, Addr ra);
 void of_alloc(Addr p, SizeT n, UInt ctx);
 void of_free(Addr p);

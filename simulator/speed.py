@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Slowdown of hlsim over native on the workload suite: native wall time (best of 3) against
-`heaplayout simulate` in three set-ups: the model only (the default), with objects and call
-sites tracked (--contexts), and with the first-touch oracle (--oracle first-touch). Prints a markdown table.
+`heaplayout simulate` in four set-ups: the model only (the default), with objects and call
+sites tracked (--contexts), and with the first-touch oracle (--oracle first-touch), run in its
+helper process (the default) and in the tool's own process (--oracle-in-process). Prints a
+markdown table.
 
     python3 simulator/speed.py [--input small] [NAME ...]
 """
@@ -39,21 +41,23 @@ def main() -> int:
     suite = [w for w in load_suite() if not args.names or w.name in args.names]
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    print("| workload | native s | model only (default) | + objects, call sites (--contexts) | + oracle |")
-    print("|---|---:|---:|---:|---:|")
-    ratios = {"m": [], "d": [], "o": []}
+    print("| workload | native s | model only (default) | + objects, call sites (--contexts) | + oracle (helper) "
+          "| + oracle (in-process) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    ratios = {"m": [], "d": [], "o": [], "i": []}
     for w in suite:
         argv = w.argv(args.input)
         nat = wall(lambda: subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), 3)
         row = []
         for key, opts in (("m", SimOptions(contexts=False)), ("d", SimOptions(contexts=True)),
-                          ("o", SimOptions(oracle=True))):
+                          ("o", SimOptions(oracle=True)), ("i", SimOptions(oracle=True, oracle_helper=False))):
             t = wall(lambda: run_simulation(argv, opts, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
                      args.reps)
             ratios[key].append(t / nat)
             row.append(f"{t:.2f} s ({t / nat:.0f}x)")
         print(f"| {w.name} | {nat:.3f} | " + " | ".join(row) + " |", flush=True)
-    for key, name in (("m", "model only"), ("d", "contexts"), ("o", "oracle")):
+    for key, name in (("m", "model only"), ("d", "contexts"), ("o", "oracle (helper)"),
+                      ("i", "oracle (in-process)")):
         r = sorted(ratios[key])
         if r:
             print(f"\n{name}: median {r[len(r) // 2]:.0f}x, max {r[-1]:.0f}x", end="")
