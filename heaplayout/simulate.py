@@ -165,9 +165,25 @@ def hot_contexts(result: dict, limit: int = 32) -> list[str]:
     return [c["ra"] for c in ctxs[:limit]]
 
 
-def run_with_oracles(program: Sequence[str], opts: SimOptions, hot_first: bool = True, **kw) -> dict:
+def baseline_of(opts: SimOptions) -> SimOptions | None:
+    """The layout the user would otherwise run, against which a layout's gain is measured: the
+    allocator alone under one of our runtime's policies, glibc under another allocator, none
+    for glibc itself. The same model; no objects tracked (they change no count)."""
+    from dataclasses import replace
+    plain = dict(oracle=False, oracle_hot=None, contexts=False)
+    if opts.policy != "none":
+        return replace(opts, policy="none", plan=None, runtime_options={}, **plain)
+    if opts.allocator != "glibc":
+        return replace(opts, allocator="glibc", **plain)
+    return None
+
+
+def run_with_oracles(program: Sequence[str], opts: SimOptions, hot_first: bool = True, baseline: bool = False,
+                     **kw) -> dict:
     """The layout plus the dense first-touch oracle (one run) and, when `hot_first`, the
-    hot-first oracle (a second run that packs the first run's hottest contexts first)."""
+    hot-first oracle (a second run that packs the first run's hottest contexts first). With
+    `baseline`, one more run of baseline_of(opts) gives each oracle the share of the possible
+    gain (baseline -> oracle, in time estimate) this layout obtained: `gain_share`."""
     from dataclasses import replace
     json_out = kw.pop("json_out", None)
     r = run_simulation(program, replace(opts, oracle=True, oracle_hot=None), **kw)
@@ -177,6 +193,14 @@ def run_with_oracles(program: Sequence[str], opts: SimOptions, hot_first: bool =
             r2 = run_simulation(program, replace(opts, oracle=True, oracle_hot=hot), **kw)
             r["oracle_hot"] = r2["oracle"]
             r["oracle_hot"]["hot_contexts"] = hot
+    base_opts = baseline_of(opts) if baseline else None
+    if base_opts:
+        base = run_simulation(program, base_opts, **{**kw, "stdout": subprocess.DEVNULL})
+        r["baseline"] = {"layout": base_opts.label(), "estimate": base["estimate"], "cycles": base["cycles"],
+                         "misses": [lv["misses"] for lv in base["levels"]]}
+        for key in ("oracle", "oracle_hot"):
+            if r.get(key):
+                r[key]["gain_share"] = gain_share(base["estimate"], r["estimate"], r[key]["estimate"])
     if json_out:
         Path(json_out).write_text(json.dumps(r, indent=1) + "\n")
     return r
@@ -223,6 +247,14 @@ def format_result(r: dict) -> str:
         tl = f", DTLB {o['tlb'][0]['misses']:,}" if o["tlb"] else ""
         lines.append(f"oracle ({o['layout']}): misses {ms}{tl}; time estimate {o['estimate']:,} cycles "
                      f"(this layout: {r['estimate'] / max(1, o['estimate']):.3f}x the oracle)")
+        if "gain_share" in o:
+            b = r["baseline"]
+            if o["gain_share"] is None:
+                lines.append(f"  the oracle is no better than {b['layout']} alone ({b['estimate']:,} cycles): "
+                             "no gain to share")
+            else:
+                lines.append(f"  this layout obtained {100 * o['gain_share']:.0f}% of the possible gain over "
+                             f"{b['layout']} alone ({b['estimate']:,} -> {o['estimate']:,} cycles)")
     pools = [p for p in r.get("pools", []) if p["pool"] >= 0 or p["pool"] == -2]
     if pools:
         names = [lv["name"] for lv in r["levels"]]

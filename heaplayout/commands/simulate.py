@@ -64,6 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--oracle", choices=("first-touch", "hot-first"),
                    help="also simulate the oracle layout: every heap object packed densely in first-touch order; "
                    "hot-first adds a second run that packs the hottest call sites' objects first")
+    p.add_argument("--no-baseline", action="store_true",
+                   help="with --oracle, skip the extra run of the allocator alone (glibc for another allocator) "
+                   "that gives the share of the possible gain this layout obtained")
     p.add_argument("--oracle-in-process", action="store_true",
                    help="simulate the oracle in the tool's own process instead of a helper process fed through "
                    "shared memory (same counts; the helper lets a second core carry the oracle's half of the work)")
@@ -118,7 +121,7 @@ def simulate_command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         if args.oracle:
             result = run_with_oracles(args.program, opts, hot_first=args.oracle == "hot-first",
-                                      json_out=args.json, valgrind=args.valgrind)
+                                      baseline=not args.no_baseline, json_out=args.json, valgrind=args.valgrind)
         else:
             result = run_simulation(args.program, opts, json_out=args.json, valgrind=args.valgrind)
     except (ValueError, paths.MissingArtifact, SimulateError, allocators.UnknownAllocator) as err:
