@@ -79,8 +79,13 @@ static VG_REGPARM(2) void on_access(Addr a, UWord szk)
 static VG_REGPARM(3) void on_access_pc(Addr a, UWord szk, UWord pc)
 {
    hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), pc);
-   if (of_active) of_access(a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc);
-   else if (oracle_model) ho_oracle_access(oracle_model, a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc, &oracle_dropped);
+   if (of_active) {
+      if (UNLIKELY((hk_cur_ra != 0) != of_in_allocator)) of_allocator_state(hk_cur_ra != 0);
+      of_access(a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc);
+   } else if (oracle_model) {
+      ho_oracle_access(oracle_model, a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc, hk_cur_ra != 0,
+                       &oracle_dropped);
+   }
 }
 
 static Bool want_pc;

@@ -62,10 +62,25 @@ static inline Addr ho_remap(Addr a)
    return ho_remap_lookup(a);
 }
 
-/* One reference replayed in the oracle's layout; allocator metadata is dropped, and counted. */
-static inline void ho_oracle_access(hs_model* m, Addr a, UInt size, Bool store, Addr pc, ULong* dropped)
+/* A reference made inside an allocation call (malloc, free, ...): the allocator's own work,
+ * which the oracle does not have, unless it touches a live object (realloc copying out of
+ * the old block). Its headers can lie on pages that hold no object yet (the top chunk's
+ * size field just past the last allocation), so the page test of ho_remap cannot tell. */
+static inline Addr ho_remap_in_allocator(Addr a)
 {
-   Addr o = ho_remap(a);
+   if (a - ho_last_lo < ho_last_len) {
+      (*ho_last_count)++;
+      return a + ho_last_delta;
+   }
+   return ho_find(a) ? ho_remap_lookup(a) : 0;
+}
+
+/* One reference replayed in the oracle's layout; allocator metadata and the allocator's own
+ * references are dropped, and counted. */
+static inline void ho_oracle_access(hs_model* m, Addr a, UInt size, Bool store, Addr pc, Bool in_allocator,
+                                    ULong* dropped)
+{
+   Addr o = in_allocator ? ho_remap_in_allocator(a) : ho_remap(a);
    if (o) hs_access(m, o, size, store, pc);
    else (*dropped)++;
 }

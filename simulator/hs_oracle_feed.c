@@ -7,7 +7,8 @@
  *   FREE:    then the address;
  *   CONTEXT: ctx in bits 4..35; then the call site's return address;
  *   WIDE:    a reference whose address does not fit: store in bit 4, size in bits 5..20;
- *            then the address, then the pc.
+ *            then the address, then the pc;
+ *   ALLOCATOR: bit 4 = the references that follow are made inside an allocation call.
  *
  * Synchronisation: one producer (the tool runs one client thread at a time), one consumer.
  * The producer publishes its index at record boundaries every OF_BATCH words, the consumer
@@ -39,7 +40,7 @@ extern SysRes VG_(do_syscall)(UWord sysno, RegWord, RegWord, RegWord, RegWord, R
 #define SPINS 4000              /* checks with a pause before yielding the core */
 #define YIELDS 20000            /* then sched_yield()s before sleeping (an idle client) */
 
-enum { K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4 };
+enum { K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4, K_ALLOCATOR = 5 };
 #define SIZE_OF(w) (((w) >> 47) & 0xffff)
 
 typedef struct {
@@ -59,6 +60,7 @@ Bool of_active;
 ULong* of_ring;
 ULong of_head, of_tail_seen, of_published;
 Bool of_with_pc;
+Bool of_in_allocator;
 static Shared* sh;
 static ULong* ctx_accesses; /* [max_contexts], after the header */
 static Int helper_pid, parent_pid;
@@ -89,6 +91,7 @@ static void helper_main(hs_model* oracle)
 {
    ULong t = 0, told = 0, dropped = 0;
    UInt waits = 0;
+   Bool in_allocator = False;
    const ULong mask = OF_RING - 1;
    ho_oracle = True; /* the helper asks which pages hold objects; the parent does not */
    for (;;) {
@@ -111,7 +114,8 @@ static void helper_main(hs_model* oracle)
          ULong w = of_ring[t++ & mask];
          if (LIKELY(SIZE_OF(w) != 0)) {
             Addr pc = of_with_pc ? of_ring[t++ & mask] : 0;
-            ho_oracle_access(oracle, w & (((Addr)1 << 47) - 1), (UInt)SIZE_OF(w), (Bool)(w >> 63), pc, &dropped);
+            ho_oracle_access(oracle, w & (((Addr)1 << 47) - 1), (UInt)SIZE_OF(w), (Bool)(w >> 63), pc, in_allocator,
+                             &dropped);
             continue;
          }
          UInt ctx = (UInt)((w >> 4) & 0xffffffff);
@@ -126,9 +130,10 @@ static void helper_main(hs_model* oracle)
          case K_WIDE: {
             Addr a = of_ring[t++ & mask];
             Addr pc = of_ring[t++ & mask];
-            ho_oracle_access(oracle, a, (UInt)((w >> 5) & 0xffff), (Bool)((w >> 4) & 1), pc, &dropped);
+            ho_oracle_access(oracle, a, (UInt)((w >> 5) & 0xffff), (Bool)((w >> 4) & 1), pc, in_allocator, &dropped);
             break;
          }
+         case K_ALLOCATOR: in_allocator = (Bool)((w >> 4) & 1); break;
          default:
             VG_(fmsg)("hlsim: oracle helper: bad ring word\n");
             VG_(exit)(1);
@@ -213,6 +218,13 @@ void of_access_wide(Addr a, UInt size, Bool store, Addr pc)
    of_put(K_WIDE | (ULong)store << 4 | (ULong)size << 5);
    of_put(a);
    of_put(pc);
+}
+
+void of_allocator_state(Bool in_allocator)
+{
+   of_in_allocator = in_allocator;
+   of_begin();
+   of_put(K_ALLOCATOR | (ULong)in_allocator << 4);
 }
 
 void of_new_context(UInt ctx, Addr ra)
