@@ -75,7 +75,7 @@ typedef struct {
    UWord kind, a0, a1;
 } Pending;
 
-Addr hk_cur_ra;
+Addr hk_cur_ra, hk_cur_sp;
 static Pending* pending; /* per thread id */
 static ThreadId cur_tid;
 static Bool trace;
@@ -96,6 +96,7 @@ static void start_client(ThreadId tid, ULong blocks)
 {
    cur_tid = tid;
    hk_cur_ra = pending[tid].ra;
+   hk_cur_sp = pending[tid].sp;
 }
 
 static void on_entry(UWord kind, Addr sp, UWord a0, UWord a1, UWord a2)
@@ -116,6 +117,7 @@ static void on_entry(UWord kind, Addr sp, UWord a0, UWord a1, UWord a2)
    case HK_FREE: ho_free(a0); break; /* still pending: the frees it makes inside are its own */
    }
    hk_cur_ra = p->ra;
+   hk_cur_sp = p->sp;
 }
 
 static void on_return(Addr sp, UWord rax)

@@ -6,6 +6,8 @@
 
 /* the running thread's pending allocation call: its return address, 0 = none */
 extern Addr hk_cur_ra;
+/* the stack pointer at that call's entry (meaningful while hk_cur_ra != 0) */
+extern Addr hk_cur_sp;
 
 void hk_init(Bool trace);
 /* instrumentation: the check at the start of a superblock at guest address `base`, and the

@@ -80,10 +80,11 @@ static VG_REGPARM(3) void on_access_pc(Addr a, UWord szk, UWord pc)
 {
    hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), pc);
    if (of_active) {
-      if (UNLIKELY((hk_cur_ra != 0) != of_in_allocator)) of_allocator_state(hk_cur_ra != 0);
+      Addr sp = hk_cur_ra ? hk_cur_sp : 0;
+      if (UNLIKELY(sp != of_alloc_sp)) of_allocator_state(sp);
       of_access(a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc);
    } else if (oracle_model) {
-      ho_oracle_access(oracle_model, a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc, hk_cur_ra != 0,
+      ho_oracle_access(oracle_model, a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc, hk_cur_ra ? hk_cur_sp : 0,
                        &oracle_dropped);
    }
 }

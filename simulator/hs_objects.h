@@ -62,25 +62,30 @@ static inline Addr ho_remap(Addr a)
    return ho_remap_lookup(a);
 }
 
-/* A reference made inside an allocation call (malloc, free, ...): the allocator's own work,
- * which the oracle does not have, unless it touches a live object (realloc copying out of
- * the old block). Its headers can lie on pages that hold no object yet (the top chunk's
- * size field just past the last allocation), so the page test of ho_remap cannot tell. */
-static inline Addr ho_remap_in_allocator(Addr a)
+/* A reference made inside an allocation call (malloc, free, ...; `sp` = the stack pointer at
+ * the call's entry): the allocator's stack frames are kept, as any other non-heap reference,
+ * and so are touches of live objects (realloc copying out of the old block); everything else
+ * is the allocator's metadata, which the oracle does not have. The page test of ho_remap
+ * cannot tell: glibc writes the top chunk's header just past each new allocation, on a page
+ * that may hold no object yet. */
+#define HO_ALLOCATOR_STACK (1 << 20) /* bytes below the entry stack pointer: the allocator's frames */
+static inline Addr ho_remap_in_allocator(Addr a, Addr sp)
 {
    if (a - ho_last_lo < ho_last_len) {
       (*ho_last_count)++;
       return a + ho_last_delta;
    }
-   return ho_find(a) ? ho_remap_lookup(a) : 0;
+   if (ho_find(a)) return ho_remap_lookup(a);
+   if (a - (sp - HO_ALLOCATOR_STACK) < HO_ALLOCATOR_STACK + 4096) return a; /* its frames, and the caller's top */
+   return 0;
 }
 
-/* One reference replayed in the oracle's layout; allocator metadata and the allocator's own
- * references are dropped, and counted. */
-static inline void ho_oracle_access(hs_model* m, Addr a, UInt size, Bool store, Addr pc, Bool in_allocator,
+/* One reference replayed in the oracle's layout (`alloc_sp`: the entry stack pointer of the
+ * allocation call it is made in, 0 = none); allocator metadata is dropped, and counted. */
+static inline void ho_oracle_access(hs_model* m, Addr a, UInt size, Bool store, Addr pc, Addr alloc_sp,
                                     ULong* dropped)
 {
-   Addr o = in_allocator ? ho_remap_in_allocator(a) : ho_remap(a);
+   Addr o = alloc_sp ? ho_remap_in_allocator(a, alloc_sp) : ho_remap(a);
    if (o) hs_access(m, o, size, store, pc);
    else (*dropped)++;
 }

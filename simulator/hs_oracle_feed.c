@@ -8,7 +8,8 @@
  *   CONTEXT: ctx in bits 4..35; then the call site's return address;
  *   WIDE:    a reference whose address does not fit: store in bit 4, size in bits 5..20;
  *            then the address, then the pc;
- *   ALLOCATOR: bit 4 = the references that follow are made inside an allocation call.
+ *   ALLOCATOR: then the entry stack pointer of the allocation call the references that
+ *            follow are made in (0: none).
  *
  * Synchronisation: one producer (the tool runs one client thread at a time), one consumer.
  * The producer publishes its index at record boundaries every OF_BATCH words, the consumer
@@ -60,7 +61,7 @@ Bool of_active;
 ULong* of_ring;
 ULong of_head, of_tail_seen, of_published;
 Bool of_with_pc;
-Bool of_in_allocator;
+Addr of_alloc_sp;
 static Shared* sh;
 static ULong* ctx_accesses; /* [max_contexts], after the header */
 static Int helper_pid, parent_pid;
@@ -91,7 +92,7 @@ static void helper_main(hs_model* oracle)
 {
    ULong t = 0, told = 0, dropped = 0;
    UInt waits = 0;
-   Bool in_allocator = False;
+   Addr alloc_sp = 0;
    const ULong mask = OF_RING - 1;
    ho_oracle = True; /* the helper asks which pages hold objects; the parent does not */
    for (;;) {
@@ -114,7 +115,7 @@ static void helper_main(hs_model* oracle)
          ULong w = of_ring[t++ & mask];
          if (LIKELY(SIZE_OF(w) != 0)) {
             Addr pc = of_with_pc ? of_ring[t++ & mask] : 0;
-            ho_oracle_access(oracle, w & (((Addr)1 << 47) - 1), (UInt)SIZE_OF(w), (Bool)(w >> 63), pc, in_allocator,
+            ho_oracle_access(oracle, w & (((Addr)1 << 47) - 1), (UInt)SIZE_OF(w), (Bool)(w >> 63), pc, alloc_sp,
                              &dropped);
             continue;
          }
@@ -130,10 +131,10 @@ static void helper_main(hs_model* oracle)
          case K_WIDE: {
             Addr a = of_ring[t++ & mask];
             Addr pc = of_ring[t++ & mask];
-            ho_oracle_access(oracle, a, (UInt)((w >> 5) & 0xffff), (Bool)((w >> 4) & 1), pc, in_allocator, &dropped);
+            ho_oracle_access(oracle, a, (UInt)((w >> 5) & 0xffff), (Bool)((w >> 4) & 1), pc, alloc_sp, &dropped);
             break;
          }
-         case K_ALLOCATOR: in_allocator = (Bool)((w >> 4) & 1); break;
+         case K_ALLOCATOR: alloc_sp = of_ring[t++ & mask]; break;
          default:
             VG_(fmsg)("hlsim: oracle helper: bad ring word\n");
             VG_(exit)(1);
@@ -220,11 +221,12 @@ void of_access_wide(Addr a, UInt size, Bool store, Addr pc)
    of_put(pc);
 }
 
-void of_allocator_state(Bool in_allocator)
+void of_allocator_state(Addr sp)
 {
-   of_in_allocator = in_allocator;
+   of_alloc_sp = sp;
    of_begin();
-   of_put(K_ALLOCATOR | (ULong)in_allocator << 4);
+   of_put(K_ALLOCATOR);
+   of_put(sp);
 }
 
 void of_new_context(UInt ctx, Addr ra)

@@ -59,10 +59,10 @@ static inline void of_access(Addr a, UInt size, Bool store, Addr pc)
    if (of_with_pc) of_put(pc);
 }
 
-/* whether the references that follow are made inside an allocation call (hs_objects.h:
- * ho_remap_in_allocator); sent when it changes */
-extern Bool of_in_allocator;
-void of_allocator_state(Bool in_allocator);
+/* the entry stack pointer of the allocation call the references that follow are made in,
+ * 0 = none (hs_objects.h: ho_remap_in_allocator); sent when it changes */
+extern Addr of_alloc_sp;
+void of_allocator_state(Addr sp);
 void of_new_context(UInt ctx, Addr ra);
 void of_alloc(Addr p, SizeT n, UInt ctx);
 void of_free(Addr p);
