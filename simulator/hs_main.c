@@ -71,22 +71,34 @@ static void* host_alloc(void* ctx, hs_u64 n)
 
 /* ------------------------------------------------------------------ instrumentation */
 
+/* The oracle's copy of a reference: to the helper, or to the in-process oracle model. */
+static inline void oracle_feed(Addr a, UWord szk, Addr pc)
+{
+   Addr sp = hk_cur_ra ? hk_cur_sp : 0; /* inside an allocation call: hs_objects.h */
+   if (of_active) {
+      if (UNLIKELY(sp != of_alloc_sp)) of_allocator_state(sp);
+      of_access(a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc);
+   } else if (oracle_model) {
+      ho_oracle_access(oracle_model, a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc, sp, &oracle_dropped);
+   }
+}
+
 static VG_REGPARM(2) void on_access(Addr a, UWord szk)
 {
    hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), 0);
 }
 
+static VG_REGPARM(2) void on_access_oracle(Addr a, UWord szk)
+{
+   hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), 0);
+   oracle_feed(a, szk, 0);
+}
+
+/* with the stride prefetcher, which trains on the instruction address */
 static VG_REGPARM(3) void on_access_pc(Addr a, UWord szk, UWord pc)
 {
    hs_access(model, a, (unsigned)(szk & 0xffff), (int)(szk >> 16), pc);
-   if (of_active) {
-      Addr sp = hk_cur_ra ? hk_cur_sp : 0;
-      if (UNLIKELY(sp != of_alloc_sp)) of_allocator_state(sp);
-      of_access(a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc);
-   } else if (oracle_model) {
-      ho_oracle_access(oracle_model, a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc, hk_cur_ra ? hk_cur_sp : 0,
-                       &oracle_dropped);
-   }
+   if (oracle_model) oracle_feed(a, szk, pc);
 }
 
 static Bool want_pc;
@@ -120,6 +132,9 @@ static void add_event(IRSB* sb, IRExpr* addr, Int size, Bool store, Addr pc, IRE
    if (want_pc)
       di = unsafeIRDirty_0_N(3, "hs_on_access_pc", VG_(fnptr_to_fnentry)(on_access_pc),
                              mkIRExprVec_3(addr, mkIRExpr_HWord(szk), mkIRExpr_HWord(pc)));
+   else if (oracle_model)
+      di = unsafeIRDirty_0_N(2, "hs_on_access_oracle", VG_(fnptr_to_fnentry)(on_access_oracle),
+                             mkIRExprVec_2(addr, mkIRExpr_HWord(szk)));
    else
       di = unsafeIRDirty_0_N(2, "hs_on_access", VG_(fnptr_to_fnentry)(on_access),
                              mkIRExprVec_2(addr, mkIRExpr_HWord(szk)));
@@ -556,7 +571,7 @@ static void hs_post_clo_init(void)
       VG_(fmsg)("hlsim: cannot build the model\n");
       VG_(exit)(1);
    }
-   want_pc = opts.cfg.prefetcher == HS_PF_STRIDE || oracle_model != NULL;
+   want_pc = opts.cfg.prefetcher == HS_PF_STRIDE;
    if (oracle_model && oracle_helper) {
       const HChar* why = NULL;
       if (of_start(oracle_model, (UInt)max_contexts, opts.cfg.prefetcher == HS_PF_STRIDE, &why)) ho_oracle = False; /* the helper keeps the page counts */

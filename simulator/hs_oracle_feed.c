@@ -8,12 +8,14 @@
  *   CONTEXT: ctx in bits 4..35; then the call site's return address;
  *   WIDE:    a reference whose address does not fit: store in bit 4, size in bits 5..20;
  *            then the address, then the pc;
- *   ALLOCATOR: then the entry stack pointer of the allocation call the references that
- *            follow are made in (0: none).
+ *   ALLOCATOR: the entry stack pointer of the allocation call the references that follow
+ *            are made in, in bits 4..46 (it is 8 mod 16 at a call's entry; 0: none);
+ *   PAD:     the word 0, filling the ring's end when a record would not fit before it.
  *
  * Synchronisation: one producer (the tool runs one client thread at a time), one consumer.
- * The producer publishes its index at record boundaries every OF_BATCH words, the consumer
- * its own as it goes, so the cores rarely share a line; the non-temporal stores are fenced
+ * The producer publishes its index at record boundaries at most every OF_BATCH words (words
+ * count from the start of the run; word i is at ring[i % OF_RING]), the consumer its own as
+ * it goes, so the cores rarely share a line; the non-temporal stores are fenced
  * before each publication, and x86 keeps the other stores in order, so a compiler barrier
  * is enough there. A side that must wait spins, then yields, then sleeps (wait_round). The
  * helper exits if the parent goes away.
@@ -41,7 +43,7 @@ extern SysRes VG_(do_syscall)(UWord sysno, RegWord, RegWord, RegWord, RegWord, R
 #define SPINS 4000              /* checks with a pause before yielding the core */
 #define YIELDS 20000            /* then sched_yield()s before sleeping (an idle client) */
 
-enum { K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4, K_ALLOCATOR = 5 };
+enum { K_PAD = 0, K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4, K_ALLOCATOR = 5 };
 #define SIZE_OF(w) (((w) >> 47) & 0xffff)
 
 typedef struct {
@@ -58,8 +60,10 @@ typedef struct {
 } Shared;
 
 Bool of_active;
-ULong* of_ring;
-ULong of_head, of_tail_seen, of_published;
+static ULong* of_ring;
+ULong *of_wp, *of_wend;
+static ULong ring_base;  /* words written before of_ring[0] in the current lap */
+static ULong tail_seen;  /* the consumer's index, as last read */
 Bool of_with_pc;
 Addr of_alloc_sp;
 static Shared* sh;
@@ -134,7 +138,8 @@ static void helper_main(hs_model* oracle)
             ho_oracle_access(oracle, a, (UInt)((w >> 5) & 0xffff), (Bool)((w >> 4) & 1), pc, alloc_sp, &dropped);
             break;
          }
-         case K_ALLOCATOR: alloc_sp = of_ring[t++ & mask]; break;
+         case K_ALLOCATOR: alloc_sp = (w & ~(ULong)15) ? (w & (((ULong)1 << 47) - 16)) + 8 : 0; break;
+         case K_PAD: break;
          default:
             VG_(fmsg)("hlsim: oracle helper: bad ring word\n");
             VG_(exit)(1);
@@ -181,6 +186,7 @@ Bool of_start(hs_model* oracle, UInt max_contexts, Bool with_pc, const HChar** w
    tl_assert(sizeof(Shared) <= 4096);
    ctx_accesses = (ULong*)((Addr)sh + 4096);
    of_ring = (ULong*)((Addr)sh + 4096 + ctx_bytes);
+   of_wp = of_wend = of_ring; /* the first record refills */
    parent_pid = VG_(getpid)();
    Int pid = VG_(fork)();
    if (pid < 0) { *why = "cannot fork the helper"; return False; }
@@ -200,17 +206,34 @@ Bool of_start(hs_model* oracle, UInt max_contexts, Bool with_pc, const HChar** w
    return True;
 }
 
-void of_publish(void)
+static void publish(ULong head)
 {
    __asm__ __volatile__("sfence" ::: "memory"); /* the non-temporal stores before the index */
-   sh->head = of_head;
-   of_published = of_head;
+   sh->head = head;
 }
 
-void of_wait_for_space(void)
+static void wait_for_room(ULong head, ULong words)
 {
-   of_publish();
-   for (UInt waits = 0; of_head + 3 - (of_tail_seen = sh->tail) > OF_RING; waits++) wait_round(waits);
+   for (UInt waits = 0; head + words - (tail_seen = sh->tail) > OF_RING; waits++) wait_round(waits);
+}
+
+void of_refill(void)
+{
+   ULong head = ring_base + (ULong)(of_wp - of_ring);
+   ULong* end = of_ring + OF_RING;
+   if (end - of_wp < 3) { /* no record fits before the ring's end: pad to it and start over */
+      wait_for_room(head, (ULong)(end - of_wp));
+      while (of_wp < end) of_put(K_PAD);
+      ring_base += OF_RING;
+      of_wp = of_ring;
+      head = ring_base;
+   }
+   publish(head);
+   if (head + 3 - tail_seen > OF_RING) wait_for_room(head, 3);
+   ULong room = tail_seen + OF_RING - head;
+   if (room > OF_BATCH) room = OF_BATCH;
+   if (room > (ULong)(end - of_wp)) room = (ULong)(end - of_wp);
+   of_wend = of_wp + room;
 }
 
 void of_access_wide(Addr a, UInt size, Bool store, Addr pc)
@@ -225,8 +248,7 @@ void of_allocator_state(Addr sp)
 {
    of_alloc_sp = sp;
    of_begin();
-   of_put(K_ALLOCATOR);
-   of_put(sp);
+   of_put(K_ALLOCATOR | (sp & (((ULong)1 << 47) - 16)));
 }
 
 void of_new_context(UInt ctx, Addr ra)
@@ -255,7 +277,7 @@ Bool of_finish(hs_stats* stats, ULong* dropped)
 {
    if (!of_active) return False;
    of_active = False;
-   of_publish();
+   publish(ring_base + (ULong)(of_wp - of_ring));
    barrier();
    sh->done = 1;
    /* wait while the helper lives and makes progress (a crashed helper may stay a zombie) */

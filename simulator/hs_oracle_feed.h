@@ -30,24 +30,23 @@ Bool of_start(hs_model* oracle, UInt max_contexts, Bool with_pc, const HChar** w
 #define OF_RING_BITS 20              /* 1M words, 8 MiB: ~8 ms of the producer's slack */
 #define OF_RING ((ULong)1 << OF_RING_BITS)
 #define OF_BATCH 4096                /* words between index updates */
-extern ULong* of_ring;
-extern ULong of_head, of_tail_seen, of_published;
+/* of_wp: where the next word goes; of_wend: how far the producer may write before
+ * of_refill() publishes, waits for room or wraps (never more than OF_BATCH words ahead) */
+extern ULong *of_wp, *of_wend;
 extern Bool of_with_pc;
-void of_wait_for_space(void);
-void of_publish(void);
+void of_refill(void);
 void of_access_wide(Addr a, UInt size, Bool store, Addr pc);
 
 static inline void of_put(ULong w)
 {
-   __asm__ __volatile__("movnti %1, %0" : "=m"(of_ring[of_head & (OF_RING - 1)]) : "r"(w));
-   of_head++;
+   __asm__ __volatile__("movnti %1, %0" : "=m"(*of_wp) : "r"(w));
+   of_wp++;
 }
 
-/* a record of up to 3 words begins: room for it, and the batch published at a boundary */
+/* a record of up to 3 words begins */
 static inline void of_begin(void)
 {
-   if (of_head - of_published >= OF_BATCH) of_publish();
-   if (of_head + 3 - of_tail_seen > OF_RING) of_wait_for_space();
+   if (UNLIKELY(of_wp + 3 > of_wend)) of_refill();
 }
 
 /* One data reference, as the tool saw it (before remapping). */
