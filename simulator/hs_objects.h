@@ -75,9 +75,8 @@ static inline Addr ho_remap_in_allocator(Addr a, Addr sp)
       (*ho_last_count)++;
       return a + ho_last_delta;
    }
-   if (ho_find(a)) return ho_remap_lookup(a);
    if (a - (sp - HO_ALLOCATOR_STACK) < HO_ALLOCATOR_STACK + 4096) return a; /* its frames, and the caller's top */
-   return 0;
+   return ho_find(a) ? ho_remap_lookup(a) : 0;
 }
 
 /* One reference replayed in the oracle's layout (`alloc_sp`: the entry stack pointer of the
