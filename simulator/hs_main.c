@@ -71,11 +71,39 @@ static void* host_alloc(void* ctx, hs_u64 n)
 
 /* ------------------------------------------------------------------ instrumentation */
 
+/* With the oracle's helper, the main model's events are charged to contexts by the helper
+ * (of_charge): a classification here only hands out a scratch bucket and notes the address;
+ * after the reference (or when the scratch runs out; a classification's events are all
+ * charged before the next one starts) each used bucket's events go to the ring. */
+#define SCRATCH 64
+static unsigned ctx_dim;
+static UInt n_scratch;
+static Addr scratch_addr[SCRATCH];
+
+static void flush_scratch(void)
+{
+   for (UInt i = 0; i < n_scratch; i++) {
+      hs_bucket_stats* b = hs_bucket(model, ctx_dim, (unsigned)max_contexts + i);
+      of_charge(scratch_addr[i], b);
+      VG_(memset)(b, 0, sizeof *b);
+   }
+   n_scratch = 0;
+}
+
+static unsigned defer_classify(void* ctx, unsigned long long a)
+{
+   if (!of_active) return ho_classify_ctx(ctx, a); /* a forked client's copy of the tool */
+   if (n_scratch == SCRATCH) flush_scratch();
+   scratch_addr[n_scratch] = a;
+   return (unsigned)max_contexts + n_scratch++;
+}
+
 /* The oracle's copy of a reference: to the helper, or to the in-process oracle model. */
 static inline void oracle_feed(Addr a, UWord szk, Addr pc)
 {
    Addr sp = hk_cur_ra ? hk_cur_sp : 0; /* inside an allocation call: hs_objects.h */
    if (of_active) {
+      if (n_scratch) flush_scratch();
       if (UNLIKELY(sp != of_alloc_sp)) of_allocator_state(sp);
       of_access(a, (UInt)(szk & 0xffff), (Bool)(szk >> 16), pc);
    } else if (oracle_model) {
@@ -429,8 +457,22 @@ static void hs_fini(Int exitcode)
    static hs_stats helper_stats;
    const hs_stats* oracle_stats = NULL;
    if (of_active) {
-      if (of_finish(&helper_stats, &oracle_dropped)) oracle_stats = &helper_stats;
-      else oracle_model = NULL;
+      if (of_finish(&helper_stats, &oracle_dropped)) {
+         oracle_stats = &helper_stats;
+         UInt n;
+         const ULong* rows = of_context_rows(&n);
+         for (UInt c = 0; c < n; c++) {
+            hs_bucket_stats* b = hs_bucket(model, ctx_dim, c);
+            const ULong* r = rows + c * OF_ROW;
+            for (UInt k = 0; k < 3; k++) b->misses[k] = r[1 + k];
+            for (UInt k = 0; k < 2; k++) b->tlb_misses[k] = r[4 + k];
+            b->pf_useful = r[6];
+            b->pf_useless = r[7];
+         }
+      } else {
+         oracle_model = NULL; /* and the contexts' misses are missing: say so */
+         VG_(umsg)("hlsim: the per-context misses were the helper's to count; they are left at 0\n");
+      }
    } else if (oracle_model) {
       oracle_stats = hs_get_stats(oracle_model);
    }
@@ -559,6 +601,7 @@ static void hs_post_clo_init(void)
       }
       ho_init((UInt)max_contexts, oracle);
       hk_init(trace_hooks);
+      ctx_dim = opts.cfg.ndims;
       opts.cfg.nbuckets[opts.cfg.ndims] = (unsigned)max_contexts;
       opts.cfg.classify[opts.cfg.ndims++] = ho_classify_ctx;
    }
@@ -566,16 +609,23 @@ static void hs_post_clo_init(void)
       VG_(fmsg)("hlsim: %s\n", err);
       VG_(exit)(1);
    }
+   want_pc = opts.cfg.prefetcher == HS_PF_STRIDE;
+   if (oracle_model && oracle_helper) {
+      const HChar* why = NULL;
+      if (of_start(oracle_model, (UInt)max_contexts, want_pc, &why)) {
+         ho_oracle = False; /* the helper keeps the page counts */
+         /* and attributes the main model's events to contexts: scratch buckets past the
+          * contexts' collect one classification's events each (defer_classify) */
+         opts.cfg.nbuckets[ctx_dim] = (unsigned)max_contexts + SCRATCH;
+         opts.cfg.classify[ctx_dim] = defer_classify;
+      } else {
+         VG_(umsg)("hlsim: %s; the oracle runs in this process\n", why);
+      }
+   }
    model = hs_new(&opts.cfg);
    if (!model) {
       VG_(fmsg)("hlsim: cannot build the model\n");
       VG_(exit)(1);
-   }
-   want_pc = opts.cfg.prefetcher == HS_PF_STRIDE;
-   if (oracle_model && oracle_helper) {
-      const HChar* why = NULL;
-      if (of_start(oracle_model, (UInt)max_contexts, opts.cfg.prefetcher == HS_PF_STRIDE, &why)) ho_oracle = False; /* the helper keeps the page counts */
-      else VG_(umsg)("hlsim: %s; the oracle runs in this process\n", why);
    }
    VG_(atfork)(NULL, NULL, client_forked);
    if (pool_range_given) {

@@ -10,7 +10,9 @@
  *            then the address, then the pc;
  *   ALLOCATOR: the entry stack pointer of the allocation call the references that follow
  *            are made in, in bits 4..46 (it is 8 mod 16 at a call's entry; 0: none);
- *   PAD:     the word 0, filling the ring's end when a record would not fit before it.
+ *   PAD:     the word 0, filling the ring's end when a record would not fit before it;
+ *   CHARGE:  counts of the main model's events, 4 bits each in bits 4..31 (misses[0..2],
+ *            tlb_misses[0..1], pf_useful, pf_useless); then the address they are charged by.
  *
  * Synchronisation: one producer (the tool runs one client thread at a time), one consumer.
  * The producer publishes its index at record boundaries at most every OF_BATCH words (words
@@ -43,7 +45,7 @@ extern SysRes VG_(do_syscall)(UWord sysno, RegWord, RegWord, RegWord, RegWord, R
 #define SPINS 4000              /* checks with a pause before yielding the core */
 #define YIELDS 20000            /* then sched_yield()s before sleeping (an idle client) */
 
-enum { K_PAD = 0, K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4, K_ALLOCATOR = 5 };
+enum { K_PAD = 0, K_ALLOC = 1, K_FREE = 2, K_CONTEXT = 3, K_WIDE = 4, K_ALLOCATOR = 5, K_CHARGE = 6 };
 #define SIZE_OF(w) (((w) >> 47) & 0xffff)
 
 typedef struct {
@@ -67,7 +69,7 @@ static ULong tail_seen;  /* the consumer's index, as last read */
 Bool of_with_pc;
 Addr of_alloc_sp;
 static Shared* sh;
-static ULong* ctx_accesses; /* [max_contexts], after the header */
+static ULong* rows; /* [max_contexts][OF_ROW], after the header: see of_context_rows */
 static Int helper_pid, parent_pid;
 static UInt max_ctx;
 
@@ -140,6 +142,12 @@ static void helper_main(hs_model* oracle)
          }
          case K_ALLOCATOR: alloc_sp = (w & ~(ULong)15) ? (w & (((ULong)1 << 47) - 16)) + 8 : 0; break;
          case K_PAD: break;
+         case K_CHARGE: {
+            UInt c = ho_classify_ctx(NULL, of_ring[t++ & mask]);
+            if (c < max_ctx)
+               for (UInt k = 0; k < 7; k++) rows[c * OF_ROW + 1 + k] += (w >> (4 + 4 * k)) & 15;
+            break;
+         }
          default:
             VG_(fmsg)("hlsim: oracle helper: bad ring word\n");
             VG_(exit)(1);
@@ -153,7 +161,7 @@ static void helper_main(hs_model* oracle)
    sh->packed_bytes = ho_packed_bytes;
    sh->dropped = dropped;
    sh->nctx = ho_nctx;
-   for (UInt c = 0; c < ho_nctx && c < max_ctx; c++) ctx_accesses[c] = ho_ctx[c].accesses;
+   for (UInt c = 0; c < ho_nctx && c < max_ctx; c++) rows[c * OF_ROW] = ho_ctx[c].accesses;
    barrier();
    sh->ok = 1;
    VG_(exit)(0);
@@ -165,7 +173,7 @@ Bool of_start(hs_model* oracle, UInt max_contexts, Bool with_pc, const HChar** w
 {
    max_ctx = max_contexts;
    of_with_pc = with_pc;
-   SizeT ctx_bytes = ((SizeT)max_contexts * sizeof(ULong) + 4095) & ~(SizeT)4095;
+   SizeT ctx_bytes = ((SizeT)max_contexts * OF_ROW * sizeof(ULong) + 4095) & ~(SizeT)4095;
    SizeT size = 4096 + ctx_bytes + OF_RING * sizeof(ULong);
    HChar path[512];
    VG_(snprintf)(path, sizeof path, "%s/hlsim-oracle-%d", VG_(tmpdir)(), VG_(getpid)());
@@ -184,7 +192,7 @@ Bool of_start(hs_model* oracle, UInt max_contexts, Bool with_pc, const HChar** w
    if (sr_isError(m)) { *why = "cannot map the shared ring"; return False; }
    sh = (Shared*)sr_Res(m);
    tl_assert(sizeof(Shared) <= 4096);
-   ctx_accesses = (ULong*)((Addr)sh + 4096);
+   rows = (ULong*)((Addr)sh + 4096);
    of_ring = (ULong*)((Addr)sh + 4096 + ctx_bytes);
    of_wp = of_wend = of_ring; /* the first record refills */
    parent_pid = VG_(getpid)();
@@ -251,6 +259,26 @@ void of_allocator_state(Addr sp)
    of_put(K_ALLOCATOR | (sp & (((ULong)1 << 47) - 16)));
 }
 
+void of_charge(Addr a, const hs_bucket_stats* e)
+{
+   const ULong n[7] = {e->misses[0], e->misses[1], e->misses[2], e->tlb_misses[0], e->tlb_misses[1],
+                       e->pf_useful, e->pf_useless};
+   ULong w = K_CHARGE;
+   for (UInt k = 0; k < 7; k++) {
+      tl_assert(n[k] <= 15); /* one classification: each event at most once */
+      w |= n[k] << (4 + 4 * k);
+   }
+   of_begin();
+   of_put(w);
+   of_put(a);
+}
+
+const ULong* of_context_rows(UInt* n)
+{
+   *n = sh->nctx < max_ctx ? sh->nctx : max_ctx;
+   return rows;
+}
+
 void of_new_context(UInt ctx, Addr ra)
 {
    of_begin();
@@ -296,7 +324,7 @@ Bool of_finish(hs_stats* stats, ULong* dropped)
    *stats = sh->stats;
    *dropped = sh->dropped;
    ho_packed_bytes = sh->packed_bytes;
-   for (UInt c = 0; c < sh->nctx && c < ho_nctx; c++) ho_ctx[c].accesses = ctx_accesses[c];
+   for (UInt c = 0; c < sh->nctx && c < ho_nctx; c++) ho_ctx[c].accesses = rows[c * OF_ROW];
    return True;
 }
 

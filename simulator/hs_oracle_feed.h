@@ -62,6 +62,15 @@ static inline void of_access(Addr a, UInt size, Bool store, Addr pc)
  * 0 = none (hs_objects.h: ho_remap_in_allocator); sent when it changes */
 extern Addr of_alloc_sp;
 void of_allocator_state(Addr sp);
+/* The main model's events of one classification (a line access's misses, TLB misses and
+ * useful prefetch, or an evicted prefetched line), for the helper to charge to the context
+ * of the object at `a` then: it holds the same object map at the same point of the stream,
+ * so the parent need not walk the map on its misses. */
+void of_charge(Addr a, const hs_bucket_stats* events);
+/* After of_finish: per context, the accesses and the charged events, OF_ROW words each
+ * (accesses, misses[3], tlb_misses[2], pf_useful, pf_useless). */
+#define OF_ROW 8
+const ULong* of_context_rows(UInt* n);
 void of_new_context(UInt ctx, Addr ra);
 void of_alloc(Addr p, SizeT n, UInt ctx);
 void of_free(Addr p);

@@ -461,6 +461,10 @@ const hs_stats *hs_get_stats(hs_model *m) {
   return &m->st;
 }
 
+hs_bucket_stats *hs_bucket(hs_model *m, unsigned d, unsigned b) {
+  return d < m->cfg.ndims && b < m->cfg.nbuckets[d] ? &m->buckets[d][b] : 0;
+}
+
 const hs_bucket_stats *hs_get_bucket(const hs_model *m, unsigned d, unsigned b) {
   return d < m->cfg.ndims && b < m->cfg.nbuckets[d] ? &m->buckets[d][b] : 0;
 }

@@ -122,6 +122,8 @@ void hs_unmap(hs_model *m, hs_u64 lo, hs_u64 hi);
 void hs_finish(hs_model *m);
 const hs_stats *hs_get_stats(hs_model *m);
 const hs_bucket_stats *hs_get_bucket(const hs_model *m, unsigned dim, unsigned bucket);
+/* the same bucket, writable (a host that attributes elsewhere moves its counts in and out) */
+hs_bucket_stats *hs_bucket(hs_model *m, unsigned dim, unsigned bucket);
 const char *hs_prefetcher_name(int pf);
 int hs_prefetcher_from_name(const char *name); /* -1 if unknown */
 
