@@ -133,8 +133,9 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
     if not vg:
         raise SimulateError(f"{valgrind} not found (install the valgrind package)")
     with tempfile.TemporaryDirectory(prefix="hlsim.") as tmp:
-        out = Path(tmp) / "result.json"
-        argv = [vg, "-q", f"--tool={TOOL}", f"--out-file={out}", *opts.tool_args()]
+        # one file per process: a client's forked children run the tool's exit too, and must
+        # not overwrite the result of the process we started (valgrind keeps its pid)
+        argv = [vg, "-q", f"--tool={TOOL}", f"--out-file={Path(tmp) / 'result.%p.json'}", *opts.tool_args()]
         if log_file:
             argv.append(f"--log-file={log_file}")
         argv += list(program)
@@ -142,7 +143,9 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         env["VALGRIND_LIB"] = str(lib)
         env.pop("LD_PRELOAD", None)
         env.update(for_program(opts.client_env(), program[0]))  # LD_PRELOAD in valgrind's own environment
-        proc = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
+        out = Path(tmp) / f"result.{proc.pid}.json"
+        captured, _ = proc.communicate()
         if not out.exists():
             raise SimulateError(f"hlsim wrote no result (valgrind exit {proc.returncode})")
         result = json.loads(out.read_text())
@@ -150,8 +153,8 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
     result["layout"] = {"policy": opts.policy, "allocator": opts.allocator, "plan": opts.plan,
                         "runtime_options": dict(opts.runtime_options)}
     result["valgrind_exit"] = proc.returncode
-    if isinstance(proc.stdout, bytes):  # captured (stdout=subprocess.PIPE)
-        result["program_stdout"] = proc.stdout.decode(errors="replace")
+    if isinstance(captured, bytes):  # stdout=subprocess.PIPE
+        result["program_stdout"] = captured.decode(errors="replace")
     if json_out:
         Path(json_out).write_text(json.dumps(result, indent=1) + "\n")
     return result
