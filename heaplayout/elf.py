@@ -37,6 +37,28 @@ def build_id(path: Path) -> str | None:
     return None
 
 
+def comments(path: Path) -> list[str]:
+    """The strings of the ELF file's .comment section: one per compiler that built part of
+    it ("GCC: (Debian 12.2.0-14) 12.2.0", "clang version 16.0.6"); [] when it has none."""
+    data = Path(path).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
+    (e_shoff,) = struct.unpack_from("<Q", data, 0x28)
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    if not e_shoff or e_shstrndx >= e_shnum:
+        return []
+    names_off, = struct.unpack_from("<Q", data, e_shoff + e_shstrndx * e_shentsize + 0x18)
+    for i in range(e_shnum):
+        base = e_shoff + i * e_shentsize
+        name_at, = struct.unpack_from("<I", data, base)
+        end = data.index(b"\x00", names_off + name_at)
+        if data[names_off + name_at:end] != b".comment":
+            continue
+        off, size = struct.unpack_from("<QQ", data, base + 0x18)
+        return [s.decode(errors="replace") for s in data[off:off + size].split(b"\x00") if s]
+    return []
+
+
 def call_return_addresses(binary: Path, function: str, callee: str) -> list[int]:
     """Offsets of the instructions right after each call from `function` to `callee`
     (the return addresses the runtime sees), from `objdump -d`."""

@@ -24,10 +24,10 @@ MAX_RULE_FRAMES = 16
 MAX_GROUPS = 4095
 
 # The order records must come in; each record type may repeat only where the doc allows.
-_ORDER = ("heaplayout-plan", "strategy", "chunk_size", "max_object_size", "rest", "module", "skip", "group",
+_ORDER = ("heaplayout-plan", "strategy", "chunk_size", "max_object_size", "min_align", "rest", "module", "skip", "group",
           "select", "end")
 _REPEATABLE = {"module", "skip", "group", "select"}
-_OPTIONAL = {"rest"}  # at most once; absent means "rest allocator"
+_OPTIONAL = {"rest", "min_align"}  # at most once; absent: "rest allocator", "min_align 16"
 RESTS = ("allocator", "callsite")
 _BUILD_ID = re.compile(r"^(-|[0-9a-f]+)$")
 
@@ -46,6 +46,7 @@ class PlanGroup:
     id: int
     contexts: int  # informational
     weight: int  # informational
+    packed: bool = False  # with min_align 8: 24-byte objects take 24-byte slots (docs/plan-format.md)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class Plan:
     # "callsite" (per-site pools for objects up to rest_max_size, the callsite policy)
     rest: str = "allocator"
     rest_max_size: int = 0
+    # 8: the groups' objects whose size is an odd multiple of 8 may be 8-aligned (HALO 5)
+    min_align: int = 16
     modules: list[PlanModule] = field(default_factory=list)
     skips: list[str] = field(default_factory=list)
     groups: list[PlanGroup] = field(default_factory=list)
@@ -89,6 +92,8 @@ def validate_plan(plan: Plan) -> None:
         raise PlanError(f"chunk_size {plan.chunk_size}: must be a power of two from 256K to 64M")
     if not (0 < plan.max_object_size <= MAX_OBJECT_SIZE):
         raise PlanError(f"max_object_size {plan.max_object_size}: must be 1..{MAX_OBJECT_SIZE}")
+    if plan.min_align not in (8, 16):
+        raise PlanError(f"min_align {plan.min_align}: must be 8 or 16")
     if plan.rest not in RESTS:
         raise PlanError(f"rest {plan.rest!r}: expected one of {', '.join(RESTS)}")
     if plan.rest == "callsite" and not (0 < plan.rest_max_size <= MAX_OBJECT_SIZE):
@@ -137,11 +142,13 @@ def plan_text(plan: Plan) -> str:
     lines.append(f"strategy {plan.strategy}")
     lines.append(f"chunk_size {plan.chunk_size}")
     lines.append(f"max_object_size {plan.max_object_size}")
+    if plan.min_align != 16:
+        lines.append(f"min_align {plan.min_align}")
     if plan.rest == "callsite":
         lines.append(f"rest callsite {plan.rest_max_size}")
     lines += [f"module {m.index} {m.build_id or '-'} {m.path}" for m in plan.modules]
     lines += [f"skip {s}" for s in plan.skips]
-    lines += [f"group {g.id} {g.contexts} {g.weight}" for g in plan.groups]
+    lines += [f"group {g.id} {g.contexts} {g.weight}{' packed' if g.packed else ''}" for g in plan.groups]
     lines += [f"select {r.group} {' '.join(map(format_frame, r.frames))}" for r in plan.rules]
     lines.append("end")
     return "\n".join(lines) + "\n"
@@ -233,6 +240,9 @@ def parse_plan(text: str, name: str = "<plan>") -> Plan:
             elif kind == "max_object_size":
                 _arity(fields, 1, where, kind)
                 plan.max_object_size = _number(fields[0], f"{where}: max_object_size")
+            elif kind == "min_align":
+                _arity(fields, 1, where, kind)
+                plan.min_align = _number(fields[0], f"{where}: min_align")
             elif kind == "rest":
                 if fields == ["allocator"]:
                     plan.rest, plan.rest_max_size = "allocator", 0
@@ -251,8 +261,11 @@ def parse_plan(text: str, name: str = "<plan>") -> Plan:
                 _arity(fields, 1, where, kind)
                 plan.skips.append(fields[0])
             elif kind == "group":
+                packed = len(fields) == 4 and fields[3] == "packed"
+                if packed:
+                    fields = fields[:3]
                 _arity(fields, 3, where, kind)
-                plan.groups.append(PlanGroup(*(_number(f, f"{where}: group") for f in fields)))
+                plan.groups.append(PlanGroup(*(_number(f, f"{where}: group") for f in fields), packed=packed))
             elif kind == "select":
                 if len(fields) < 2:
                     raise PlanError(f"{where}: select needs a group and at least one frame")

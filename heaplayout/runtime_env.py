@@ -26,6 +26,7 @@ OPTION_VARIABLES: dict[str, str] = {
     "cc_block": "HEAPLAYOUT_CC_BLOCK",  # ccmalloc's cc-block size
     "chunk_colors": "HEAPLAYOUT_CHUNK_COLORS",  # start offsets new chunks cycle through (1 = off)
     "spare_chunks": "HEAPLAYOUT_SPARE_CHUNKS",  # empty chunks kept resident (HALO 5 keeps 1)
+    "min_align": "HEAPLAYOUT_MIN_ALIGN",  # 8 or 16; unset: the plan's min_align (HALO 5 uses 8)
 }
 
 

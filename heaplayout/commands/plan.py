@@ -64,6 +64,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rest-max-size", type=int, default=planner.DEFAULT_REST_MAX_SIZE, metavar="BYTES",
                    help="with --rest callsite: largest ungrouped object pooled "
                    f"(default {planner.DEFAULT_REST_MAX_SIZE}, DPA 3.3.2)")
+    p.add_argument("--min-align", choices=planner.MIN_ALIGNS, default="auto",
+                   help="minimum alignment of grouped objects whose size is an odd multiple of 8: "
+                   "8 packs them closer (HALO); auto: 8 when every module the plan names was built "
+                   "by GCC, else 16 (clang assumes 16 of malloc and new) (default auto)")
     g = p.add_argument_group("grouping (halo; coverage and gthresh also for callsite); see docs/planning.md")
     for f in fields(grouping.GroupingParams):
         g.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
@@ -92,7 +96,8 @@ def plan_command(args: argparse.Namespace) -> int:
                                with_stream=args.strategy == "hds")
         result = planner.make_plan(profile, args.strategy, grouping_params=gp, hds_params=hp,
                                    chunk_size=args.chunk_size, max_object_size=args.max_object_size,
-                                   rest=args.rest, rest_max_size=args.rest_max_size, source=args.inputs[0])
+                                   rest=args.rest, rest_max_size=args.rest_max_size,
+                                   min_align=args.min_align, source=args.inputs[0])
         write_plan(result.plan, args.output)
     except (OSError, ProfileError, PlanError, ValueError) as err:
         print(f"heaplayout plan: {err}", file=sys.stderr)
@@ -166,7 +171,8 @@ def report(result: planner.PlanResult, profile: Profile, source: str) -> dict[st
         "plan": {"modules": [{"index": m.index, "build_id": m.build_id, "path": m.path} for m in result.plan.modules],
                  "skip": result.plan.skips, "chunk_size": result.plan.chunk_size,
                  "max_object_size": result.plan.max_object_size,
-                 "rest": result.plan.rest, "rest_max_size": result.plan.rest_max_size},
+                 "rest": result.plan.rest, "rest_max_size": result.plan.rest_max_size,
+                 "min_align": result.plan.min_align, "packed_groups": [g.id for g in result.plan.groups if g.packed]},
     }
 
 
@@ -218,7 +224,9 @@ def describe_plan(plan: Plan, name: str, profile: Profile | None = None) -> list
     profiled contexts the rules send to it."""
     out = [f"{name}: plan format {plan.version}, strategy {plan.strategy}"]
     out += [f"  note: {c}" for c in plan.comments]
-    out.append(f"  grouped objects: up to {plan.max_object_size} bytes, from {plan.chunk_size // 1024} KiB chunks")
+    out.append(f"  grouped objects: up to {plan.max_object_size} bytes, from {plan.chunk_size // 1024} KiB chunks, "
+               + ("8-aligned where the size is an odd multiple of 8 (40, 72, ... bytes; 24 too in packed groups)"
+                  if plan.min_align == 8 else "16-aligned"))
     if plan.rest == "callsite":
         out.append(f"  ungrouped objects up to {plan.rest_max_size} bytes: a pool per call site (as policy callsite)")
     else:
@@ -261,7 +269,7 @@ def describe_plan(plan: Plan, name: str, profile: Profile | None = None) -> list
         return f"{m}:0x{off:x}"
 
     for g in plan.groups:
-        out.append(f"  group {g.id}: {g.contexts} contexts, weight {g.weight}")
+        out.append(f"  group {g.id}: {g.contexts} contexts, weight {g.weight}{', packed' if g.packed else ''}")
         for r in plan.rules:
             if r.group == g.id:
                 out.append("    rule: " + " <- ".join(frame_text(m, o) for m, o in r.frames))

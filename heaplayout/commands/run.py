@@ -31,12 +31,16 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
                         help="start offsets new chunks cycle through, 1-64 (default 64; 1 = no colouring)")
     parser.add_argument("--spare-chunks", metavar="N",
                         help="empty chunks kept resident for reuse, 0-4096 (default 8; HALO keeps 1)")
+    parser.add_argument("--min-align", metavar="N", choices=("8", "16"),
+                        help="8: objects whose size is an odd multiple of 8 may be 8-aligned in every pool "
+                        "(HALO; unsafe for clang-built code); 16: never (default: the plan's min_align, else 16)")
 
 
 def config_from_args(args: argparse.Namespace) -> RuntimeConfig:
     options = {
         name: getattr(args, name)
-        for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block", "chunk_colors", "spare_chunks")
+        for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block", "chunk_colors", "spare_chunks",
+                     "min_align")
         if getattr(args, name, None) is not None
     }
     policy = args.policy or ("plan" if getattr(args, "plan", None) else "callsite")

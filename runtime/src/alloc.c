@@ -44,21 +44,25 @@ static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
   if (s->next) s->next->prev = s->prev; /* stale when s was the head; then next is the head */
 }
 
+/* The objects of a chunk, in address order: from byte offset lo to the bump pointer, a
+ * granule whose size-map entry is set holds an object starting at the walk's position if
+ * that is inside it (objects are contiguous), else at its start; an unset entry means the
+ * rest of the granule is padding (before a 16-aligned slot, or an aligned request's gap). */
+#define FOR_EACH_OBJECT(c, map, pos, entry)                                                   \
+  for (size_t pos = (size_t)((c)->data - (char *)(c)), end_ = (size_t)((c)->bump - (char *)(c)); \
+       pos < end_;)                                                                           \
+    if (((entry) = (map)[pos >> HL_GRANULE_SHIFT]) == 0) pos = (pos | (HL_GRANULE - 1)) + 1;  \
+    else
+
 /* Walk the objects of a chunk whose every object is free (live == 0 and remote frees
  * collected): each is on tp's lists; take it off and clear its size-map entry. */
 static void chunk_unlink_slots(hl_tpool *tp, hl_chunk *c) {
-  uint8_t *map = hl_chunk_sizemap(c);
-  size_t lo = (size_t)(c->data - (char *)c) >> HL_GRANULE_SHIFT, hi = (size_t)(c->bump - (char *)c) >> HL_GRANULE_SHIFT;
-  for (size_t g = lo; g < hi;) {
-    uint8_t cls = map[g];
-    if (cls == 0) {
-      g++;
-      continue;
-    }
+  uint8_t *map = hl_chunk_sizemap(c), cls;
+  FOR_EACH_OBJECT(c, map, pos, cls) {
     hl_assert(cls < HL_NCLASSES);
-    slot_unlink(tp, cls, (hl_free_slot *)((char *)c + (g << HL_GRANULE_SHIFT)));
-    map[g] = 0;
-    g += hl_class_size[cls] >> HL_GRANULE_SHIFT;
+    slot_unlink(tp, cls, (hl_free_slot *)((char *)c + pos));
+    map[pos >> HL_GRANULE_SHIFT] = 0;
+    pos += hl_class_size[cls];
   }
 }
 
@@ -174,20 +178,14 @@ void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c) {
  * map when it was abandoned) join our lists, and so do frees made since. */
 static void adopt(hl_tpool *tp, hl_chunk *c) {
   atomic_store_explicit(&c->owner, tp, memory_order_release);
-  uint8_t *map = hl_chunk_sizemap(c);
-  size_t lo = (size_t)(c->data - (char *)c) >> HL_GRANULE_SHIFT, hi = (size_t)(c->bump - (char *)c) >> HL_GRANULE_SHIFT;
-  for (size_t g = lo; g < hi;) {
-    uint8_t e = map[g];
-    if (e == 0) {
-      g++;
-      continue;
-    }
+  uint8_t *map = hl_chunk_sizemap(c), e;
+  FOR_EACH_OBJECT(c, map, pos, e) {
     uint8_t cls = e & ~HL_SIZEMAP_FREE;
     if (e & HL_SIZEMAP_FREE) {
-      map[g] = cls;
-      if (!tp->no_reuse) slot_push(tp, cls, (char *)c + (g << HL_GRANULE_SHIFT));
+      map[pos >> HL_GRANULE_SHIFT] = cls;
+      if (!tp->no_reuse) slot_push(tp, cls, (char *)c + pos);
     }
-    g += hl_class_size[cls] >> HL_GRANULE_SHIFT;
+    pos += hl_class_size[cls];
   }
   chunks_push(tp, c);
   if (collect_remote(tp, c)) chunk_emptied(tp, c);
@@ -219,7 +217,12 @@ void hl_tpool_retire(hl_tpool *tp) {
   }
 }
 
-static int has_room(const hl_chunk *c, size_t need) { return (size_t)(c->end - c->bump) >= need; }
+/* Room for a slot of class cls in c's fresh space, after padding the bump pointer to the
+ * class's alignment (an 8-byte gap when a 16-multiple class follows an odd-multiple one). */
+static int has_room(hl_chunk *c, uint8_t cls) {
+  if (!hl_slot_aligned((uintptr_t)c->bump, cls) && c->bump < c->end) c->bump += 8;
+  return (size_t)(c->end - c->bump) >= hl_class_size[cls];
+}
 
 /* The pool allocates again after chunks emptied: release them now (unlinking their slots)
  * so that what is rebuilt is bumped in order into fresh space, not scattered over the
@@ -238,23 +241,22 @@ void hl_tpool_release_emptied(hl_tpool *tp) {
 }
 
 void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
-  size_t need = hl_class_size[cls];
   if (tp->n_emptied) hl_tpool_release_emptied(tp);
   /* frees from other threads may have refilled the lists */
   hl_tpool_collect_all(tp);
-  if (tp->free[cls] != NULL || (tp->cur && has_room(tp->cur, need))) return hl_tpool_alloc(tp, size);
+  if (tp->free[cls] != NULL || (tp->cur && has_room(tp->cur, cls))) return hl_tpool_alloc(tp, size);
   /* fresh space: a chunk of ours with room (one left by an aligned request), a chunk
    * abandoned by an exited thread, or a new one */
   hl_chunk *c;
   for (c = tp->others; c; c = c->next)
-    if (has_room(c, need)) {
+    if (has_room(c, cls)) {
       chunks_unlink(tp, c);
       break;
     }
   while (c == NULL && (c = hl_chunk_adopt(tp->pool)) != NULL) {
     adopt(tp, c);
     if (tp->free[cls] != NULL) return hl_tpool_alloc(tp, size);
-    if (c->in_use && c->owner == tp && has_room(c, need)) chunks_unlink(tp, c);
+    if (c->in_use && c->owner == tp && has_room(c, cls)) chunks_unlink(tp, c);
     else c = NULL;
   }
   if (c == NULL && (c = hl_chunk_acquire(tp->pool)) == NULL) return NULL; /* range exhausted: forward */
@@ -308,7 +310,9 @@ void *hl_realloc_ours(void *p, size_t size) {
   hl_chunk *c = hl_chunk_of(p);
   uint8_t cls = hl_class_at(c, p);
   size_t old = hl_class_size[cls];
-  if (size <= old) return p; /* shrinking, or growing within the slot */
+  /* shrinking, or growing within the slot, unless a 24-byte slot would have to hold a
+   * 16-byte object, which needs 16-alignment */
+  if (size <= old && (size > 256 || hl_slot_aligned((uintptr_t)p, hl_size_class_in(hl_classes_packed, size)))) return p;
 
   hl_tpool *owner = atomic_load_explicit(&c->owner, memory_order_acquire);
   /* ccmalloc chunks keep their bump pointer on block boundaries: never grow there */
@@ -316,8 +320,8 @@ void *hl_realloc_ours(void *p, size_t size) {
   if (local && size <= owner->max_size && size <= HL_MAX_CLASS_SIZE && c == owner->cur &&
       (char *)p + old == c->bump) {
     /* the last object of the current chunk grows into fresh space */
-    uint8_t ncls = hl_size_class(size);
-    if ((char *)p + hl_class_size[ncls] <= c->end) {
+    uint8_t ncls = hl_size_class_in(owner->classes, size);
+    if ((char *)p + hl_class_size[ncls] <= c->end && hl_slot_aligned((uintptr_t)p, ncls)) {
       c->bump = (char *)p + hl_class_size[ncls];
       hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT] = ncls;
       owner->slot_bytes += hl_class_size[ncls] - old;
@@ -328,7 +332,7 @@ void *hl_realloc_ours(void *p, size_t size) {
   if (local && size <= owner->max_size && size <= HL_MAX_CLASS_SIZE) n = hl_tpool_alloc(owner, size);
   if (n == NULL) n = hl_next_alloc.malloc(size);
   if (n == NULL) return NULL; /* the old object stays valid, as realloc promises */
-  memcpy(n, p, old);
+  memcpy(n, p, old < size ? old : size);
   hl_free_ours(p);
   return n;
 }

@@ -71,7 +71,7 @@ HL_EXPORT void *ccmalloc(size_t size, const void *near) {
   hl_tpool *tp = heap->tpools[HL_POOL_CC];
   if (tp == NULL && (tp = hl_tpool_create(heap, HL_POOL_CC)) == NULL) return hl_next_alloc.malloc(size);
 
-  uint8_t cls = hl_size_class(size);
+  uint8_t cls = hl_size_class(hl_size_a16(size)); /* blocks are filled in 16-byte granules */
   void *p = near ? near_place(tp, near, cls, size) : NULL;
   hl_chunk *c = tp->cur;
   if (p == NULL && c && c->cc_open != UINT32_MAX) p = block_place(tp, c, c->cc_open, cls, size);

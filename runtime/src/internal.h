@@ -4,10 +4,12 @@
  *   One reserved virtual range [range_base, range_base + range_size) holds every pooled
  *   object, so "is this pointer ours?" is one subtraction and compare. The range is cut
  *   into chunks aligned to their size; a chunk's header is at its start and found from
- *   any object pointer by masking. Objects are bump-allocated inside a chunk in 16-byte
- *   granules with no per-object header; a byte per granule in the chunk's size map
- *   records the size class of the object that starts there (free, realloc and
- *   malloc_usable_size read it). A freed slot goes to the front of its thread-pool's
+ *   any object pointer by masking. Objects are bump-allocated inside a chunk with no
+ *   per-object header, at least 16 bytes each, so at most one starts in each 16-byte
+ *   granule: a byte per granule in the chunk's size map records the size class of the
+ *   object that starts there (free, realloc and malloc_usable_size read it). Slots are
+ *   16-aligned, or 8-aligned for sizes that are odd multiples of 8 when the minimum
+ *   alignment is 8 (size_class.c). A freed slot goes to the front of its thread-pool's
  *   doubly linked list for its class, whatever chunk it is in, and the most recently freed
  *   slot is reused first (as glibc's and jemalloc's caches do: a list cell freed and
  *   reallocated lands where it was). A chunk whose live count drops to zero has its slots
@@ -43,22 +45,32 @@ void hl_assert_fail(const char *expr, const char *file, int line);
 #endif
 
 /* ---- size classes (size_class.c) ---- */
-#define HL_NCLASSES 45 /* class 0 is "no object"; 1..44 are sizes */
+#define HL_NCLASSES 60 /* class 0 is "no object"; 1..59 are sizes */
+#define HL_SMALL_INDEX 33 /* the class tables cover sizes 0..256 in 8-byte steps */
 extern const uint32_t hl_class_size[HL_NCLASSES];
-extern const uint8_t hl_small_class[(256 >> HL_GRANULE_SHIFT) + 1];
+extern const uint8_t hl_classes_16[HL_SMALL_INDEX], hl_classes_even[HL_SMALL_INDEX],
+    hl_classes_packed[HL_SMALL_INDEX];
+const uint8_t *hl_pool_classes(uint16_t pool); /* the class table of a new thread-pool */
 static inline uint8_t hl_size_class_large(size_t size) { /* 256 < size <= HL_MAX_CLASS_SIZE */
   hl_assert(size > 256 && size <= HL_MAX_CLASS_SIZE);
   size_t s = size - 1;
   unsigned msb = 63u - (unsigned)__builtin_clzll(s);        /* >= 8 */
   unsigned quarter = (unsigned)(s >> (msb - 2)) & 3u;
-  return (uint8_t)(17u + (msb - 8u) * 4u + quarter);
+  return (uint8_t)(32u + (msb - 8u) * 4u + quarter);
 }
 
-/* Size class for a request of at most HL_MAX_CLASS_SIZE bytes. */
-static inline uint8_t hl_size_class(size_t size) {
-  if (HL_LIKELY(size <= 256)) return hl_small_class[(size + HL_GRANULE - 1) >> HL_GRANULE_SHIFT];
+/* Size class of a request of at most HL_MAX_CLASS_SIZE bytes in a pool with class table t. */
+static inline uint8_t hl_size_class_in(const uint8_t *t, size_t size) {
+  if (HL_LIKELY(size <= 256)) return t[(size + 7) >> 3];
   return hl_size_class_large(size);
 }
+/* ... in a 16-aligned class (ccmalloc's granule-counted blocks) */
+static inline uint8_t hl_size_class(size_t size) { return hl_size_class_in(hl_classes_16, size); }
+/* A request that must be 16-aligned whatever the pool (memalign(16), pool.h pools): a
+ * multiple of 16 has a 16-aligned class in every table. */
+static inline size_t hl_size_a16(size_t size) { return (size + 15) & ~(size_t)15; }
+/* A slot of class cls may start at p: a class whose size is a multiple of 16 needs 16. */
+static inline int hl_slot_aligned(uintptr_t p, uint8_t cls) { return !(p & ~(uintptr_t)hl_class_size[cls] & 8); }
 
 /* ---- options (options.c) ---- */
 enum hl_policy { HL_POLICY_UNINIT = 0, HL_POLICY_OFF, HL_POLICY_CALLSITE, HL_POLICY_PLAN };
@@ -73,6 +85,8 @@ typedef struct hl_options {
   uint32_t cc_block;
   uint32_t chunk_colors; /* new chunks cycle through this many start offsets (1: none) */
   uint32_t spare_chunks; /* empty chunks kept resident for reuse */
+  uint32_t min_align;    /* 8: slots of odd multiples of 8 may be 8-aligned (size_class.c); 0 unset */
+  uint32_t min_align_env; /* min_align came from the environment (it then covers site pools too) */
   int stats;             /* print the per-pool table on stderr at exit */
   char stats_json[512];  /* also write JSON here ("" = no); %p becomes the pid */
   char plan[512];        /* plan file for the plan policy */
@@ -183,6 +197,7 @@ struct hl_heap;
 /* The state of one pool in one thread (or of one explicit pool.h pool). */
 typedef struct hl_tpool {
   hl_free_slot *free[HL_NCLASSES]; /* most recently freed first, any chunk of the pool */
+  const uint8_t *classes;   /* small-size class table (size_class.c) */
   hl_chunk *cur;            /* fresh space is bumped here */
   hl_chunk *others;         /* the pool's other chunks */
   uint32_t n_others;        /* chunks on others */
@@ -230,7 +245,7 @@ void hl_tpool_destroy(hl_tpool *tp);
  * space in the current chunk; NULL when neither is there (then hl_tpool_alloc_slow). It
  * calls nothing, so the entry points that inline it need no saved registers. */
 static inline void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
-  uint8_t cls = hl_size_class(size);
+  uint8_t cls = hl_size_class_in(tp->classes, size);
   hl_free_slot *obj = tp->free[cls];
   if (obj != NULL) {
     hl_chunk *oc = hl_chunk_of(obj);
@@ -245,7 +260,8 @@ static inline void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   hl_chunk *c = tp->cur;
   if (HL_LIKELY(c != NULL)) {
     char *b = c->bump;
-    if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls])) {
+    /* a 16-multiple class after an odd-multiple one: the slow path pads the bump */
+    if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls] && hl_slot_aligned((uintptr_t)b, cls))) {
       c->bump = b + hl_class_size[cls];
       hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
       c->live++;
@@ -260,7 +276,7 @@ static inline void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
 
 static inline void *hl_tpool_alloc(hl_tpool *tp, size_t size) {
   void *p = hl_tpool_try_alloc(tp, size);
-  return HL_LIKELY(p != NULL) ? p : hl_tpool_alloc_slow(tp, hl_size_class(size), size);
+  return HL_LIKELY(p != NULL) ? p : hl_tpool_alloc_slow(tp, hl_size_class_in(tp->classes, size), size);
 }
 
 /* ---- stack walking (unwind.c) ---- */
@@ -351,9 +367,10 @@ void hl_unwind_refresh_modules(void);
  * list. Statistics count frees here; an emptied chunk goes out of line. */
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c);
 void hl_free_remote(hl_chunk *c, void *p);
-/* cls: the slot's size class when the caller knows it (a sized delete), else 0 (read
- * from the chunk's size map: for a random free, one more cache line). */
-static inline __attribute__((always_inline)) void hl_free_ours_class(void *p, uint8_t cls) {
+/* size: the object's size when the caller knows it (a sized delete), else 0; the class is
+ * then computed, not read from the chunk's size map (for a random free, one more cache
+ * line). */
+static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, size_t size) {
   hl_chunk *c = hl_chunk_of(p);
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
   hl_tpool *tp = atomic_load_explicit(&c->owner, memory_order_acquire);
@@ -361,7 +378,7 @@ static inline __attribute__((always_inline)) void hl_free_ours_class(void *p, ui
     hl_free_remote(c, p);
     return;
   }
-  if (cls == 0) cls = hl_class_at(c, p);
+  uint8_t cls = size - 1 < HL_MAX_CLASS_SIZE ? hl_size_class_in(tp->classes, size) : hl_class_at(c, p);
   hl_assert(cls == hl_class_at(c, p));
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
   tp->frees++;
@@ -375,7 +392,7 @@ static inline __attribute__((always_inline)) void hl_free_ours_class(void *p, ui
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
   if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
 }
-static inline void hl_free_ours_inline(void *p) { hl_free_ours_class(p, 0); }
+static inline void hl_free_ours_inline(void *p) { hl_free_ours_sized(p, 0); }
 
 /* ---- placement policies (policy.c) ---- */
 /* Pool id for an allocation of `size` bytes made from return address `ra`; 0: forward. */
@@ -399,6 +416,7 @@ uint16_t hl_plan_pool(hl_frame f, int *needs_walk);
 uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **decided, unsigned *steps);
 uint32_t hl_plan_groups(void);
 uint32_t hl_plan_group_max_size(void);
+int hl_plan_group_packed(uint16_t group); /* the plan packs the group (size_class.c) */
 
 /* reserved pool ids */
 #define HL_POOL_NONE 0

@@ -207,7 +207,7 @@ static void *aligned_from(size_t align, size_t size, void *const *fp, void *(*be
   if (align <= HL_GRANULE && policy >= HL_POLICY_CALLSITE) {
     /* our slots are 16-aligned; the allocator below may not be for small sizes (jemalloc's
      * 8-byte class), so what we do not place still goes to its aligned entry point */
-    void *p = hl_policy_alloc(policy, size, fp);
+    void *p = hl_policy_alloc(policy, align > 8 ? hl_size_a16(size) : size, fp);
     if (p != NULL) return p;
   }
   hl_count_forwarded(size);

@@ -88,7 +88,7 @@ HL_EXPORT void _ZdaPv(void *p) { hl_free_fast(p); }
  * behaviour) would put the slot on another class's list; libheaplayout_debug.so asserts. */
 static inline __attribute__((always_inline)) void sized_free(void *p, size_t size, void (*below)(void *, size_t)) {
   if (hl_is_ours(p)) {
-    hl_free_ours_class(p, size - 1 < HL_MAX_CLASS_SIZE ? hl_size_class(size) : 0);
+    hl_free_ours_sized(p, size);
     return;
   }
   if (hl_is_bootstrap(p) || below == NULL) {

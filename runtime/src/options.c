@@ -16,7 +16,7 @@ static const char *const known_variables[] = {
     "HEAPLAYOUT_CHUNK_SIZE", "HEAPLAYOUT_RANGE",       "HEAPLAYOUT_CC_BLOCK",
     "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  "HEAPLAYOUT_PLAN",        "HEAPLAYOUT_PROGRAM",
     "HEAPLAYOUT_CHUNK_COLORS",
-    "HEAPLAYOUT_SPARE_CHUNKS",
+    "HEAPLAYOUT_SPARE_CHUNKS", "HEAPLAYOUT_MIN_ALIGN",
     NULL,
 };
 
@@ -112,6 +112,7 @@ void hl_options_load(hl_options *opt) {
   opt->cc_block = HL_DEFAULT_CC_BLOCK;
   opt->chunk_colors = HL_CHUNK_COLORS;
   opt->spare_chunks = HL_SPARE_CHUNKS;
+  opt->min_align = 0; /* unset: the plan's min_align record decides, else 16 (tunables.h) */
   if (getauxval(AT_SECURE)) return; /* set-uid/set-gid: the environment is not trusted */
   if (is_other_program()) return;
 
@@ -164,6 +165,10 @@ void hl_options_load(hl_options *opt) {
   v = opt->spare_chunks;
   ok &= size_setting("HEAPLAYOUT_SPARE_CHUNKS", 0, HL_MAX_SPARE_CHUNKS, 0, &v);
   opt->spare_chunks = (uint32_t)v;
+  v = 0;
+  ok &= size_setting("HEAPLAYOUT_MIN_ALIGN", 8, 16, 1, &v);
+  opt->min_align = (uint32_t)v;
+  opt->min_align_env = v != 0;
   if (ok && opt->range_size < 16 * opt->chunk_size) {
     hl_message("HEAPLAYOUT_RANGE must hold at least 16 chunks of HEAPLAYOUT_CHUNK_SIZE; running unoptimized");
     opt->range_size = HL_DEFAULT_RANGE;

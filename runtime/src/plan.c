@@ -45,6 +45,8 @@ typedef struct loaded_module {
 static struct {
   uint32_t ngroups;
   uint16_t group_pool[HL_MAX_POOLS]; /* group id -> pool id */
+  uint8_t group_packed[HL_MAX_POOLS]; /* group id -> packed (size_class.c) */
+  uint32_t min_align;                 /* 8 or 16 */
   plan_rule *rules;
   uint32_t nrules;
   site_entry *sites;
@@ -265,6 +267,7 @@ int hl_plan_load(const char *path) {
   int nmods = 0, nskips = 0, ended = 0;
   uint32_t cap_rules = 0;
   plan.max_object_size = 4096;
+  plan.min_align = 16;
   plan.rest_max_size = 0;
   plan.chunk_size = hl_state.opt.chunk_size;
 
@@ -296,6 +299,9 @@ int hl_plan_load(const char *path) {
     } else if (strcmp(f, "max_object_size") == 0) {
       if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v == 0 || v > HL_MAX_CLASS_SIZE) goto malformed;
       plan.max_object_size = v;
+    } else if (strcmp(f, "min_align") == 0) {
+      if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || (v != 8 && v != 16)) goto malformed;
+      plan.min_align = (uint32_t)v;
     } else if (strcmp(f, "rest") == 0) {
       if (!field(&s, e, f, sizeof f)) goto malformed;
       if (strcmp(f, "allocator") == 0) {
@@ -327,6 +333,11 @@ int hl_plan_load(const char *path) {
     } else if (strcmp(f, "group") == 0) {
       if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v != plan.ngroups + 1 || v >= HL_MAX_POOLS) goto malformed;
       plan.ngroups++;
+      /* contexts and weight are for reports; an optional last field packs the group */
+      if (field(&s, e, f, sizeof f) && field(&s, e, f, sizeof f) && field(&s, e, f, sizeof f)) {
+        if (strcmp(f, "packed") != 0) goto malformed;
+        plan.group_packed[v] = 1;
+      }
     } else if (strcmp(f, "select") == 0) {
       plan_rule *r = &plan.rules[plan.nrules];
       if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v > plan.ngroups) goto malformed;
@@ -428,6 +439,7 @@ int hl_plan_load(const char *path) {
   hl_state.opt.max_size = (uint32_t)(plan.max_object_size > plan.rest_max_size ? plan.max_object_size
                                                                                  : plan.rest_max_size);
   hl_state.opt.chunk_size = plan.chunk_size;
+  if (hl_state.opt.min_align == 0) hl_state.opt.min_align = plan.min_align; /* the environment wins */
   ok = 1;
 out:
   munmap((void *)text, (size_t)st.st_size);
@@ -566,3 +578,4 @@ uint16_t hl_plan_pool(hl_frame f, int *needs_walk) {
 uint32_t hl_plan_groups(void) { return plan.ngroups; }
 
 uint32_t hl_plan_group_max_size(void) { return (uint32_t)plan.max_object_size; }
+int hl_plan_group_packed(uint16_t group) { return group <= plan.ngroups && plan.group_packed[group]; }

@@ -36,6 +36,7 @@ static void pool_init(Pool *pd, size_t align, int bump_only) {
   memset(pd, 0, sizeof *pd);
   ap->tp.heap = HL_HEAP_EXPLICIT;
   ap->tp.pool = HL_POOL_API;
+  ap->tp.classes = hl_classes_16;
   ap->tp.no_reuse = (uint8_t)bump_only;
   ap->tp.max_size = HL_MAX_CLASS_SIZE;
   ap->align = align <= HL_GRANULE ? HL_GRANULE : align;
@@ -93,14 +94,14 @@ void *poolmemalign(Pool *pd, size_t align, size_t size) {
   if (size == 0) size = 1;
   void *p = NULL;
   if (size <= HL_MAX_CLASS_SIZE && align <= 4096)
-    p = align <= HL_GRANULE ? hl_tpool_alloc(&ap->tp, size) : hl_tpool_alloc_aligned(&ap->tp, size, align);
+    p = align <= HL_GRANULE ? hl_tpool_alloc(&ap->tp, hl_size_a16(size)) : hl_tpool_alloc_aligned(&ap->tp, size, align);
   return p ? p : large_alloc(ap, size, align);
 }
 
 void *poolalloc(Pool *pd, size_t size) {
   api_pool *ap = pool_of(pd);
   if (HL_LIKELY(ap->align == HL_GRANULE && size - 1 < HL_MAX_CLASS_SIZE)) {
-    void *p = hl_tpool_alloc(&ap->tp, size);
+    void *p = hl_tpool_alloc(&ap->tp, hl_size_a16(size)); /* pool.h pools are 16-aligned */
     if (HL_LIKELY(p != NULL)) return p;
   }
   return poolmemalign(pd, ap->align, size);

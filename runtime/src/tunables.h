@@ -46,7 +46,15 @@
  * 10% of its D1 misses (cachegrind) unlinking the chunks its final frees emptied. */
 #define HL_EMPTIED_KEEP_SHARE 2u
 
-/* Objects are placed in 16-byte granules: the alignment malloc promises on x86-64. */
+/* (env HEAPLAYOUT_MIN_ALIGN, 8 or 16; else the plan's min_align record; else 16) 16 is
+ * what glibc promises on x86-64, and what clang assumes of every malloc and operator new
+ * result of 16 bytes or more (it may initialise a 24-byte object with aligned vector
+ * stores). HALO 5 allocates with a minimum alignment of 8, which C, C++ and GCC allow for
+ * sizes that are odd multiples of 8 (no type of such a size needs 16): those objects pack
+ * at 40, 72, ... bytes instead of 48, 80, ..., and at 24 in packed groups (size_class.c).
+ * The planner asks for 8 when every module the plan names was built by GCC. */
+
+/* The size map's granule: at most one object starts in each (objects are >= 16 bytes). */
 #define HL_GRANULE_SHIFT 4u
 #define HL_GRANULE (1u << HL_GRANULE_SHIFT)
 

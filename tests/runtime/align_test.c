@@ -1,0 +1,113 @@
+/* Minimum alignment 8 (HEAPLAYOUT_MIN_ALIGN, a plan's min_align and packed groups): every
+ * slot keeps the alignment its size needs, objects never overlap, and the runtime's walks
+ * over a chunk's objects (release of emptied chunks) cope with 8-aligned slots and the
+ * 8-byte pads before 16-aligned ones. Linked with libheaplayout_debug.so: its internal
+ * asserts (size-map classes, sized deletes) are on.
+ *
+ *   align_test mixed N     N rounds of mixed sizes from one call site; prints the spacing
+ *                          of consecutive 40- and 24-byte objects in the first round (fresh
+ *                          space) and "ok" or the faults
+ *   align_test pairs N     N 24-byte objects from alloc24 (a plan's group); prints spacing
+ */
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOINLINE __attribute__((noinline))
+void *_Znwm(size_t size);             /* operator new */
+void _ZdlPvm(void *p, size_t size);   /* sized operator delete */
+
+static int faults;
+static void fault(const char *what, size_t size, const void *p) {
+  if (faults++ < 10) fprintf(stderr, "align_test: %s: size %zu at %p\n", what, size, p);
+}
+
+/* the alignment a request of `size` bytes must have: 16 unless the size rounded to 8 is
+ * an odd multiple of 8 (no type of that size needs 16) */
+static uintptr_t need(size_t size) {
+  size_t r = (size + 7) & ~(size_t)7;
+  return r > 16 && (r & 8) ? 8 : 16;
+}
+
+NOINLINE void *alloc_mixed(size_t size) { return malloc(size); }
+NOINLINE void *alloc24(void) { return malloc(24); }
+
+static int mixed(int rounds) {
+  enum { N = 4000 };
+  static unsigned char *obj[N];
+  static size_t sz[N];
+  long gap40 = 0, gap24 = 0;
+  for (int round = 0; round < rounds; round++) {
+    unsigned char *last40 = NULL, *last24 = NULL;
+    for (int i = 0; i < N; i++) {
+      size_t s = 1 + (size_t)((i * 7919u + round * 104729u) % 300u);
+      if (i % 50 < 10) s = 40; /* runs of one size to see the spacing */
+      else if (i % 50 < 20) s = 24;
+      obj[i] = alloc_mixed(s);
+      sz[i] = s;
+      if ((uintptr_t)obj[i] % need(s)) fault("misaligned", s, obj[i]);
+      if (malloc_usable_size(obj[i]) < s) fault("usable size too small", s, obj[i]);
+      memset(obj[i], (int)(i & 0xff), s);
+      if (round == 0 && last40 && i % 50 > 0 && i % 50 < 10) gap40 = (long)(obj[i] - last40);
+      if (round == 0 && last24 && i % 50 > 10 && i % 50 < 20) gap24 = (long)(obj[i] - last24);
+      if (s == 40) last40 = obj[i];
+      if (s == 24) last24 = obj[i];
+    }
+    for (int i = 0; i < N; i++)
+      for (size_t k = 0; k < sz[i]; k++)
+        if (obj[i][k] != (unsigned char)(i & 0xff)) {
+          fault("overwritten", sz[i], obj[i]);
+          break;
+        }
+    /* shrink a 24-byte slot to 16 bytes: a 16-byte object needs 16-alignment */
+    for (int i = 0; i < N; i += 7) {
+      size_t s = sz[i] > 16 ? 16 : sz[i];
+      unsigned char *p = realloc(obj[i], s);
+      if ((uintptr_t)p % need(s)) fault("realloc misaligned", s, p);
+      for (size_t k = 0; k < s; k++)
+        if (p[k] != (unsigned char)(i & 0xff)) fault("realloc lost data", s, p);
+      obj[i] = p;
+      sz[i] = s;
+    }
+    /* aligned requests of odd-multiple sizes are 16-aligned */
+    for (int i = 0; i < 64; i++) {
+      void *p = memalign(16, 40);
+      void *q = NULL;
+      if ((uintptr_t)p % 16) fault("memalign(16, 40) misaligned", 40, p);
+      if (posix_memalign(&q, 16, 24) != 0 || (uintptr_t)q % 16) fault("posix_memalign(16, 24) misaligned", 24, q);
+      free(p);
+      free(q);
+    }
+    /* sized deletes take the class from the size (the debug build checks it) */
+    for (size_t s = 1; s <= 300; s++) {
+      void *p = _Znwm(s);
+      if ((uintptr_t)p % need(s)) fault("new misaligned", s, p);
+      _ZdlPvm(p, s);
+    }
+    for (int i = 0; i < N; i++) free(obj[i]); /* empties the chunks: their slots are walked */
+  }
+  printf("gap40 %ld gap24 %ld\n", gap40, gap24);
+  printf("%s\n", faults ? "FAULTS" : "ok");
+  return faults != 0;
+}
+
+static int pairs(int n) {
+  unsigned char *prev = alloc24(), *p = NULL;
+  long gap = 0;
+  for (int i = 1; i < n; i++) {
+    p = alloc24();
+    if ((uintptr_t)p % 8) fault("misaligned", 24, p);
+    gap = (long)(p - prev);
+    prev = p;
+  }
+  printf("gap24 %ld\n", gap);
+  return faults != 0;
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 2 ? atoi(argv[2]) : 3;
+  if (argc > 1 && strcmp(argv[1], "pairs") == 0) return pairs(n);
+  return mixed(n);
+}

@@ -1,0 +1,119 @@
+"""Minimum alignment 8 (HALO 5): odd-multiple-of-8 sizes in 8-aligned slots where the
+environment or a plan allows it, 24-byte slots only in a plan's packed groups, every other
+size 16-aligned; the plan records that ask for it; the planner's choice."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import run_program
+from heaplayout import elf, planner
+from heaplayout.plan_format import Plan, PlanError, PlanGroup, PlanModule, parse_plan, plan_text
+
+CALLSITE = {"HEAPLAYOUT_POLICY": "callsite", "HEAPLAYOUT_MIN_OBJECTS": "1", "HEAPLAYOUT_MAX_SIZE": "4096"}
+
+
+def align_test(build_dir: Path) -> Path:
+    return build_dir / "tests" / "runtime" / "align_test"
+
+
+def gaps(out: str) -> dict[str, int]:
+    return {k: int(v) for k, v in re.findall(r"(gap\d+) (-?\d+)", out)}
+
+
+@pytest.mark.parametrize("min_align,gap40", [("8", 40), ("16", 48), (None, 48)])
+def test_mixed_sizes_keep_their_alignment_and_contents(build_dir, min_align, gap40):
+    # sizes 1..300 from one site, realloc shrinking 24 -> 16, memalign(16), sized deletes,
+    # and every chunk emptied and walked each round (the debug library asserts inside)
+    env = dict(CALLSITE, **({"HEAPLAYOUT_MIN_ALIGN": min_align} if min_align else {}))
+    r = run_program([str(align_test(build_dir)), "mixed", "3"], env_extra=env)
+    out = r.stdout.decode()
+    assert r.returncode == 0 and out.endswith("ok\n"), out + r.stderr.decode()
+    # 40-byte objects pack at 40 bytes with 8; 24-byte ones stay at 32 outside packed groups
+    assert gaps(out) == {"gap40": gap40, "gap24": 32}
+
+
+def test_a_bad_min_align_runs_unoptimized_with_a_message(build_dir):
+    r = run_program([str(align_test(build_dir)), "mixed", "1"], env_extra=dict(CALLSITE, HEAPLAYOUT_MIN_ALIGN="12"))
+    assert r.returncode == 0 and r.stdout.decode().endswith("ok\n")
+    assert b"HEAPLAYOUT_MIN_ALIGN=12 is out of range" in r.stderr and b"running unoptimized" in r.stderr
+
+
+def write_pairs_plan(path: Path, binary: Path, min_align: int | None, packed: bool) -> Path:
+    ra = elf.call_return_addresses(binary, "alloc24", "malloc")[0]
+    lines = ["heaplayout-plan 1", "strategy halo", "chunk_size 1048576", "max_object_size 4096",
+             *([f"min_align {min_align}"] if min_align else []),
+             f"module 0 {elf.build_id(binary)} {binary}", "skip libc.so.6",
+             f"group 1 1 1000{' packed' if packed else ''}", f"select 1 0:{ra:x}", "end"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("min_align,packed,env,gap", [
+    (8, True, None, 24),     # HALO's packing: 8 cells in 3 lines
+    (8, False, None, 32),    # a group that is not walked keeps line-friendly 32-byte slots
+    (None, True, None, 32),  # packed means nothing without min_align 8
+    (8, True, "16", 32),     # the environment overrides the plan
+])
+def test_packed_groups_put_24_byte_objects_24_bytes_apart(build_dir, tmp_path, min_align, packed, env, gap):
+    binary = align_test(build_dir)
+    plan = write_pairs_plan(tmp_path / "p.plan", binary, min_align, packed)
+    extra = {"HEAPLAYOUT_PLAN": str(plan), **({"HEAPLAYOUT_MIN_ALIGN": env} if env else {})}
+    r = run_program([str(binary), "pairs", "1000"], env_extra=extra)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+    assert gaps(r.stdout.decode()) == {"gap24": gap}
+
+
+@pytest.mark.parametrize("bad", ["min_align 12", "min_align", "group 1 1 1000 pack"])
+def test_plan_records_are_checked_by_both_readers(build_dir, tmp_path, bad):
+    binary = align_test(build_dir)
+    text = write_pairs_plan(tmp_path / "p.plan", binary, 8, True).read_text()
+    key = bad.split(" ")[0]
+    lines = [bad if ln.startswith(key + " ") else ln for ln in text.splitlines()]
+    plan = tmp_path / "bad.plan"
+    plan.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PlanError):
+        parse_plan(plan.read_text())
+    r = run_program([str(binary), "pairs", "100"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 0 and b"running unoptimized" in r.stderr
+    assert gaps(r.stdout.decode()) == {"gap24": 32}  # glibc's spacing: nothing was pooled
+
+
+def test_min_align_and_packed_survive_a_round_trip():
+    plan = Plan(strategy="halo", min_align=8, modules=[PlanModule(0, None, "/bin/x")],
+                groups=[PlanGroup(1, 2, 30, packed=True), PlanGroup(2, 1, 10)])
+    again = parse_plan(plan_text(plan))
+    assert again.min_align == 8 and [g.packed for g in again.groups] == [True, False]
+    assert "min_align" not in plan_text(Plan(strategy="halo"))  # 16 is the default: not written
+
+
+def test_planner_asks_for_8_only_for_gcc_built_modules(monkeypatch):
+    mods = [PlanModule(0, None, "/prog"), PlanModule(1, None, "/libfoo.so")]
+    built = {"/prog": ["GCC: (Debian 12.2.0-14) 12.2.0"], "/libfoo.so": ["GCC: (Debian 12.2.0-14) 12.2.0"]}
+    monkeypatch.setattr(elf, "comments", lambda p: built[str(p)])
+    assert planner.choose_min_align("auto", mods)[0] == 8
+    built["/libfoo.so"] = ["GCC: (Debian 12.2.0-14) 12.2.0", "clang version 16.0.6"]
+    align, why = planner.choose_min_align("auto", mods)
+    assert align == 16 and "libfoo.so" in why
+    assert planner.choose_min_align("8", mods)[0] == 8  # asked for: the user takes the risk
+    assert planner.choose_min_align("auto", [])[0] == 16
+
+
+def test_real_binaries_report_their_compiler(build_dir):
+    assert any(c.startswith("GCC:") for c in elf.comments(align_test(build_dir)))
+
+
+def test_groups_whose_objects_meet_their_own_kind_are_packed(tmp_path):
+    from heaplayout.profile_format import Context, Profile
+
+    p = Profile()
+    p.contexts = {1: Context(1, "m", [(0, 1)], loads=100), 2: Context(2, "m", [(0, 2)], loads=100)}
+    p.affinity = {(1, 1): 10, (1, 2): 500}
+    p.walk = {1: 60}
+    assert planner.self_share(p, [1]) == pytest.approx(0.7)
+    assert planner.self_share(p, [2]) == 0.0  # met only with context 1: a lone access each
+    assert planner.self_share(p, [1, 2]) == pytest.approx(0.35)
+    assert planner.self_share(p, [1]) >= planner.PACK_SELF_SHARE > planner.self_share(p, [1, 2])
