@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -76,6 +77,23 @@ def wall(doc: dict | None, label: str) -> float | None:
     return 1.0 if label == "glibc" else ratio(doc, label, "wall")
 
 
+def paired_to(doc: dict | None, label: str, base: str) -> list[float] | None:
+    """Per-round t(label) / t(base): both are interleaved in every round, so dividing their
+    per-round ratios to glibc pairs them round by round (no ratio of two noisy medians)."""
+    if doc is None:
+        return None
+    values = {c["label"]: c["ratio"].get("values") for c in doc["configs"]}
+    mine = values.get(label)
+    if not mine:
+        return None
+    if base == "glibc":
+        return list(mine)
+    theirs = values.get(base)
+    if not theirs or len(theirs) != len(mine):
+        return None
+    return [a / b for a, b in zip(mine, theirs)]
+
+
 def print_derived(rows: list) -> None:
     """The best-of-four, allocator-underneath and target tables from the measured rows."""
     print("\nAgainst the best of the four allocators alone (wall time):\n")
@@ -93,15 +111,20 @@ def print_derived(rows: list) -> None:
         rel = [f"{wall(t, lab) / va:.2f}" if wall(t, lab) is not None else "—" for lab in ("halo", "halo_rest")]
         print(f"| {name} | {a} {va:.3f} | {o} {vo:.3f} | **{share:.2f}** | " + " | ".join(rel) + " |")
 
-    print("\nOurs against the allocator underneath (ratio of the two medians; above 1.02 in bold):\n")
+    print("\nOurs against the allocator underneath: median [min-max] over the rounds of t(ours) / t(underneath),")
+    print("both measured in the same round; a median above 1.02 in bold, and * where every round is above 1.02:\n")
     print("| workload | " + " | ".join(f"{o} / {u}" for o, u in UNDERNEATH.items()) + " |")
     print("|---|" + "---|" * len(UNDERNEATH))
     for name, t, _c, _ok in rows:
         cells = []
         for o, u in UNDERNEATH.items():
-            vo, vu = wall(t, o), wall(t, u)
-            r = vo / vu if vo is not None and vu else None
-            cells.append("—" if r is None else (f"**{r:.3f}**" if r > 1.02 else f"{r:.3f}"))
+            r = paired_to(t, o, u)
+            if r is None:
+                cells.append("—")
+                continue
+            med, lo, hi = statistics.median(r), min(r), max(r)
+            text = f"{med:.3f} [{lo:.2f}-{hi:.2f}]"
+            cells.append((f"**{text}**" if med > 1.02 else text) + ("*" if lo > 1.02 else ""))
         print(f"| {name} | " + " | ".join(cells) + " |")
 
     print("\nInstructions executed, small input (cachegrind, exactly repeatable), ours / the allocator underneath:\n")
@@ -116,16 +139,22 @@ def print_derived(rows: list) -> None:
             cells.append(f"{io / iu:.3f}" if io is not None and iu else "—")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
-    print("\nIssue 5 targets (better of glibc and jemalloc; target: D1 -20%, wall -10%):\n")
-    print("| workload | D1, halo / better | D1, halo_rest / better | wall, halo / better | wall, halo_rest / better |")
-    print("|---|---|---|---|---|")
+    print("\nIssue 5 targets (better of glibc and jemalloc; target: D1 -20%, wall -10%; best plan: the best of the\n"
+          "four configurations with a HALO plan, on any allocator):\n")
+    print("| workload | D1, halo / better | D1, halo_rest / better | D1, best plan / better | "
+          "wall, halo / better | wall, halo_rest / better | wall, best plan / better |")
+    print("|---|---|---|---|---|---|---|")
     for name, t, c, _ok in rows:
         if name not in HALO_PATTERNS or t is None or c is None:
             continue
         d1_base = min(1.0, ratio(c, "jemalloc", "D1") or 1.0)
         w_base = min(1.0, wall(t, "jemalloc") or 1.0)
-        cells = [f"{(ratio(c, lab, 'D1') or float('nan')) / d1_base:.3f}" for lab in ("halo", "halo_rest")]
-        cells += [f"{(wall(t, lab) or float('nan')) / w_base:.3f}" for lab in ("halo", "halo_rest")]
+        cells = []
+        for base, get in ((d1_base, lambda lab: ratio(c, lab, "D1")), (w_base, lambda lab: wall(t, lab))):
+            cells += [f"{(get(lab) or float('nan')) / base:.3f}" for lab in ("halo", "halo_rest")]
+            measured = [(get(lab), lab) for lab in UNDERNEATH if get(lab) is not None]
+            v, lab = min(measured) if measured else (float("nan"), "—")
+            cells.append(f"{v / base:.3f} ({lab})")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
