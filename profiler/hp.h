@@ -144,6 +144,7 @@ void hp_out_i64(Long v);
 void hp_out_char(HChar c);
 void hp_out_escaped(const HChar* s);   /* writes s with space, %, newline as %XX */
 void hp_out_flush(void);
+UInt hp_out_checksum(void);            /* flushes; CRC-32 of every byte written so far */
 void hp_out_close(void);
 void hp_out_disable(void);             /* after fork, in the child */
 

@@ -131,7 +131,7 @@ static void hp_fini(Int exitcode)
    hp_out_printf("Z objects %llu\n", hp_nobjects);
    hp_out_printf("Z contexts %u\n", hp_ncontexts);
    hp_out_printf("Z affinity_pairs %llu\n", hp_affinity_pairs);
-   hp_out_puts("END\n");
+   hp_out_printf("END %08x\n", hp_out_checksum());
    hp_out_close();
 }
 

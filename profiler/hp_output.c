@@ -9,12 +9,36 @@ static HChar out_buf[OUT_BUF];
 static UInt out_used;
 static Bool out_disabled;
 
+/* CRC-32 (the zlib/IEEE polynomial, so Python's zlib.crc32 checks it) of every byte
+ * written so far: the END record carries it, and the reader refuses a profile whose bytes
+ * changed after it was written (a bit flip, a hand edit that broke a record). */
+static UInt crc_table[256];
+static UInt out_crc; /* running, pre- and post-inverted as zlib's */
+
+static void crc_init(void)
+{
+   for (UInt n = 0; n < 256; n++) {
+      UInt c = n;
+      for (Int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      crc_table[n] = c;
+   }
+   out_crc = 0;
+}
+
+static void crc_add(const HChar* s, UInt n)
+{
+   UInt c = ~out_crc;
+   for (UInt i = 0; i < n; i++) c = crc_table[(c ^ (UChar)s[i]) & 0xff] ^ (c >> 8);
+   out_crc = ~c;
+}
+
 Bool hp_out_open(const HChar* path)
 {
    SysRes r = VG_(open)(path, VKI_O_CREAT | VKI_O_TRUNC | VKI_O_WRONLY, 0644);
    if (sr_isError(r)) return False;
    out_fd = sr_Res(r);
    out_used = 0;
+   crc_init();
    return True;
 }
 
@@ -22,6 +46,7 @@ void hp_out_flush(void)
 {
    UInt done = 0;
    if (out_fd < 0 || out_disabled) { out_used = 0; return; }
+   crc_add(out_buf, out_used);
    while (done < out_used) {
       Int n = VG_(write)(out_fd, out_buf + done, out_used - done);
       if (n <= 0) break;
@@ -86,6 +111,12 @@ void hp_out_escaped(const HChar* s)
          out_bytes((const HChar*)&c, 1);
       }
    }
+}
+
+UInt hp_out_checksum(void)
+{
+   hp_out_flush();
+   return out_crc;
 }
 
 void hp_out_close(void)

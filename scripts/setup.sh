@@ -15,7 +15,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
-if ! python3 -c "import heaplayout, pytest" >/dev/null 2>&1 || ! command -v heaplayout >/dev/null 2>&1; then
+if ! python3 -c "import heaplayout, pytest, hypothesis" >/dev/null 2>&1 || ! command -v heaplayout >/dev/null 2>&1; then
   echo "[setup] installing the heaplayout Python package (editable)"
   python3 -m pip install -q -e ".[test]"
 fi

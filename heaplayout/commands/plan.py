@@ -52,6 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=planner.STRATEGIES, default="halo",
                    help="halo: affinity grouping, full-context rules (default); hds: hot data streams, "
                    "immediate call site; callsite: one group per hot call site")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="plan from a profile whose run was cut short (no END record); its affinity "
+                        "and pointer records, written at exit, are missing, so few groups result")
     p.add_argument("--json", metavar="FILE", help="also write a JSON report (groups, members, identification sizes)")
     p.add_argument("--profile", metavar="PROFILE", help="show: symbolize the plan's frames with this profile")
     p.add_argument("--chunk-size", type=int, default=planner.DEFAULT_CHUNK_SIZE, metavar="BYTES",
@@ -94,6 +97,12 @@ def plan_command(args: argparse.Namespace) -> int:
         check_params(gp, hp)
         profile = read_profile(args.inputs[0], with_objects=args.strategy == "hds",
                                with_stream=args.strategy == "hds")
+        if not profile.complete and not args.allow_incomplete:
+            print(f"heaplayout plan: {args.inputs[0]} is incomplete (no END record: the profiled run was "
+                  "killed or the file was cut). The affinity and pointer records are written at exit, so a "
+                  "plan from it would group next to nothing. Profile again, or pass --allow-incomplete.",
+                  file=sys.stderr)
+            return 1
         result = planner.make_plan(profile, args.strategy, grouping_params=gp, hds_params=hp,
                                    chunk_size=args.chunk_size, max_object_size=args.max_object_size,
                                    rest=args.rest, rest_max_size=args.rest_max_size,

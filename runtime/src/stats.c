@@ -7,6 +7,7 @@
  * not yet collected still count as live. Pools of pool.h are counted when destroyed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -121,8 +122,15 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
     }
   }
   path[j] = '\0';
-  hl_format(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  out o = {.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  /* A fresh temporary file, never one that exists: a name planted in a shared directory
+   * (a symlink to a file the user may write) must not be followed or truncated. The
+   * rename then replaces the path itself, a symlink there included, not its target. */
+  out o = {.fd = -1};
+  for (int attempt = 0; attempt < 16 && o.fd < 0; attempt++) {
+    hl_format(tmp, sizeof tmp, "%s.tmp%d.%d", path, (int)getpid(), attempt);
+    o.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (o.fd < 0 && errno != EEXIST) break;
+  }
   if (o.fd < 0) {
     hl_message("cannot write statistics to %s", path);
     return;
