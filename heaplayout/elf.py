@@ -37,6 +37,27 @@ def build_id(path: Path) -> str | None:
     return None
 
 
+def is_static_executable(path: Path) -> bool:
+    """True for an ELF executable without a program interpreter (PT_INTERP): the dynamic
+    loader never runs for it, so LD_PRELOAD, and with it our runtime, has no effect.
+    False for anything else (dynamic executables, scripts, files we cannot read)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return False
+            (e_phoff,) = struct.unpack_from("<Q", head, 0x20)
+            e_phentsize, e_phnum = struct.unpack_from("<HH", head, 0x36)
+            f.seek(e_phoff)
+            table = f.read(e_phentsize * e_phnum)
+    except OSError:
+        return False
+    if e_phentsize < 4 or len(table) < e_phentsize * e_phnum:
+        return False
+    types = [struct.unpack_from("<I", table, i * e_phentsize)[0] for i in range(e_phnum)]
+    return 3 not in types  # PT_INTERP
+
+
 def comments(path: Path) -> list[str]:
     """The strings of the ELF file's .comment section: one per compiler that built part of
     it ("GCC: (Debian 12.2.0-14) 12.2.0", "clang version 16.0.6"); [] when it has none."""

@@ -80,3 +80,18 @@ def test_bad_value_reaching_the_library_runs_unoptimized(runtime_lib):
     r = cli("run", "--max-size", "huge", "--", "sh", "-c", "echo still here")
     assert r.returncode == 0 and r.stdout == b"still here\n"
     assert r.stderr.count(b"HEAPLAYOUT_MAX_SIZE") >= 1 and b"unoptimized" in r.stderr
+
+
+def test_static_binary_is_named_and_still_runs(runtime_lib, tmp_path):
+    """LD_PRELOAD cannot reach a static executable: say so instead of printing nothing
+    (issue 19, finding 10), and run it all the same with its exit code."""
+    src = tmp_path / "st.c"
+    src.write_text('#include <stdio.h>\n#include <stdlib.h>\n'
+                   'int main(void){char *p = malloc(32); puts(p ? "ok" : "no"); free(p); return 3;}\n')
+    exe = tmp_path / "st"
+    subprocess.run(["gcc", "-static", "-O1", "-o", str(exe), str(src)], check=True)
+    r = cli("run", "--stats", "--", str(exe))
+    assert r.returncode == 3 and r.stdout == b"ok\n"
+    assert b"statically linked" in r.stderr and b"no statistics" in r.stderr
+    dyn = cli("run", "--stats", "--", "sh", "-c", "exit 0")
+    assert b"statically linked" not in dyn.stderr

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
+from pathlib import Path
 
-from .. import allocators, paths
+from .. import allocators, elf, paths
 from ..runtime_env import POLICIES, RuntimeConfig, for_program, runtime_env
 
 
@@ -89,6 +91,11 @@ def run_command(args: argparse.Namespace) -> int:
     if not args.program:
         print("heaplayout run: no program given; usage: heaplayout run [options] -- PROG [ARGS...]", file=sys.stderr)
         return 2
+    exe = shutil.which(args.program[0])
+    if exe and elf.is_static_executable(Path(exe)):
+        print(f"heaplayout run: {shlex.quote(args.program[0])} is statically linked: the runtime cannot be "
+              "preloaded into it, so it runs unoptimized" + (" and prints no statistics" if args.stats or
+                                                             args.stats_json else ""), file=sys.stderr)
     full_env = dict(os.environ)
     if full_env.get("LD_PRELOAD") and "LD_PRELOAD" in env:
         # keep what the user preloads, after ours and the chosen allocator
