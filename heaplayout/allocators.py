@@ -3,11 +3,19 @@
 glibc is the default (nothing preloaded). The others are Debian packages whose shared
 objects are preloaded; heaplayout's runtime stacks on top of any of them by coming first in
 LD_PRELOAD (it finds the next allocator with dlsym(RTLD_NEXT)).
+
+Any other allocator can be given by the path of its shared library (`/opt/lib/libfoo.so`):
+everywhere an allocator name is accepted, a value with a `/` (or ending in `.so`, or with
+`.so.` in it) is such a path. It is checked before use (shared_object.py), since the
+dynamic loader would silently ignore a file it cannot preload.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from .shared_object import malloc_library_problem
 
 _LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
 
@@ -24,14 +32,42 @@ class UnknownAllocator(ValueError):
     pass
 
 
+def is_library_path(name: str) -> bool:
+    """Whether an allocator value names a shared library by path rather than a built-in name."""
+    return "/" in name or name.endswith(".so") or ".so." in name
+
+
+def display_name(name: str) -> str:
+    """A short name for tables: the built-in name, or the library's file name."""
+    return Path(name).name if is_library_path(name) else name
+
+
+def library_by_path(path: str) -> Path:
+    """The absolute path of an allocator library given by path, after checking that the
+    loader can preload it and that it defines malloc; UnknownAllocator otherwise."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise UnknownAllocator(f"allocator library not found: {path}")
+    if not p.is_file():
+        raise UnknownAllocator(f"allocator library {path} is not a file")
+    problem = malloc_library_problem(p)
+    if problem:
+        raise UnknownAllocator(f"allocator library {path} {problem}")
+    return Path(os.path.abspath(p))  # absolute, as named: the loader may run in another directory
+
+
 def allocator_library(name: str) -> Path | None:
-    """The shared object to preload for allocator `name` (None for glibc).
+    """The shared object to preload for allocator `name` (None for glibc): a built-in name,
+    or a library path (is_library_path).
 
     Raises UnknownAllocator with an install hint when the name is unknown or the package
-    is missing.
+    is missing, and with the reason when a library path cannot serve as malloc.
     """
+    if is_library_path(name):
+        return library_by_path(name)
     if name not in ALLOCATORS:
-        raise UnknownAllocator(f"unknown allocator {name!r}; choose one of: {', '.join(ALLOCATORS)}")
+        raise UnknownAllocator(f"unknown allocator {name!r}; choose one of: {', '.join(ALLOCATORS)}, "
+                               "or the path of a shared library that defines malloc")
     soname, package = ALLOCATORS[name]
     if soname is None:
         return None

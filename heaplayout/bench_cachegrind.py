@@ -10,6 +10,7 @@ from typing import Sequence
 
 from .bench_config import BenchError
 from .bench_launch import ExitStatus
+from .program_input import open_stdin
 
 DEFAULT_LL = "4194304,16,64"  # 4 MiB, 16-way, 64-byte lines (a realistic L3 slice; FACTS.md)
 DEFAULT_D1 = "32768,8,64"  # 32 KiB, 8-way, 64-byte lines (fixed, not taken from the host)
@@ -77,13 +78,13 @@ class CacheCounts:
 
 
 def run_cachegrind(program: Sequence[str], env: dict[str, str], workdir: Path, tag: str, cache: CacheSpec,
-                   valgrind: str = "valgrind") -> tuple[CacheCounts, dict[str, int], ExitStatus, Path, Path]:
+                   valgrind: str = "valgrind", stdin: Path | None = None) -> tuple[CacheCounts, dict[str, int], ExitStatus, Path, Path]:
     """One run under cachegrind. LD_PRELOAD stays in valgrind's own environment, which
     valgrind passes to the client (an `env LD_PRELOAD=..` client would measure `env`)."""
     out_path, err_path, cg_path = workdir / f"{tag}.out", workdir / f"{tag}.err", workdir / f"{tag}.cg"
     argv = [valgrind, *cache.valgrind_args(), f"--cachegrind-out-file={cg_path}", *program]
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env).returncode
+    with open(out_path, "wb") as out, open(err_path, "wb") as err, open_stdin(stdin) as inp:
+        rc = subprocess.run(argv, stdin=inp, stdout=out, stderr=err, env=env).returncode
     if not cg_path.exists():
         raise BenchError(f"cachegrind wrote no output for {tag} (valgrind exit {rc}); see {err_path}")
     events = parse_cachegrind(cg_path.read_text())

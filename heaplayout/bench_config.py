@@ -5,6 +5,9 @@ configuration gives the program, and the program's resolution on PATH.
     spec    := base [':' OPTION '=' VALUE {',' OPTION '=' VALUE}]
     base    := ALLOCATOR | POLICY ['+' ALLOCATOR] ['=' ARGUMENT]
 
+ALLOCATOR is a built-in name (glibc, jemalloc, mimalloc, tcmalloc) or the path of a shared
+library that defines malloc (`/opt/lib/libfoo.so`, `plan+/opt/lib/libfoo.so=FILE`); a path
+may not contain ':', ',' or '='.
 docs/bench.md, "Configurations", describes it for users.
 """
 
@@ -74,6 +77,8 @@ def parse_spec(spec: str, label: str | None = None) -> Config:
     if "=" in base:
         base, _, argument = base.partition("=")
     name, plus, alloc = base.partition("+")
+    if plus and name not in POLICIES and name not in FUTURE_POLICIES and allocators.is_library_path(base):
+        name, plus, alloc = base, "", ""  # a library path with '+' in it (libc++...), not POLICY+ALLOCATOR
     if plus and not alloc:
         raise ConfigError(f"configuration {label!r}: missing allocator after '+' in {spec!r}")
 
@@ -93,7 +98,7 @@ def parse_spec(spec: str, label: str | None = None) -> Config:
                 raise ConfigError(f"configuration {label!r}: option {key!r} given twice")
             options[key] = value
 
-    if name in allocators.ALLOCATORS and not plus:
+    if (name in allocators.ALLOCATORS or allocators.is_library_path(name)) and not plus:
         if argument is not None or options:
             raise ConfigError(
                 f"configuration {label!r}: {name!r} is a plain allocator; options and arguments apply only to "
@@ -106,12 +111,13 @@ def parse_spec(spec: str, label: str | None = None) -> Config:
     if name not in POLICIES:
         raise ConfigError(
             f"unknown configuration {spec!r}; use one of {', '.join(allocators.ALLOCATORS)} (plain allocators), "
-            f"{', '.join(POLICIES)} (our runtime on glibc), POLICY+ALLOCATOR, or NAME=SPEC"
+            f"a library path such as /path/libfoo.so, {', '.join(POLICIES)} (our runtime on glibc), "
+            "POLICY+ALLOCATOR, or NAME=SPEC"
         )
-    if alloc and alloc not in allocators.ALLOCATORS:
+    if alloc and alloc not in allocators.ALLOCATORS and not allocators.is_library_path(alloc):
         raise ConfigError(
             f"configuration {label!r}: unknown allocator {alloc!r} in {spec!r}; choose one of: "
-            f"{', '.join(allocators.ALLOCATORS)}"
+            f"{', '.join(allocators.ALLOCATORS)}, or a library path (with a '/')"
         )
     if name in ARGUMENT_POLICIES:
         if not argument:

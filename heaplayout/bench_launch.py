@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .bench_config import BenchError, program_env
+from .program_input import open_stdin
 
 
 
@@ -155,15 +156,17 @@ def sha256_file(path: Path) -> str:
 
 
 def run_once(program: Sequence[str], env: dict[str, str], workdir: Path, tag: str,
-             launcher: Sequence[str] = PYTHON_LAUNCHER) -> tuple[float, ExitStatus, int, Path, Path]:
+             launcher: Sequence[str] = PYTHON_LAUNCHER,
+             stdin: Path | None = None) -> tuple[float, ExitStatus, int, Path, Path]:
     """Run `program` once with exactly `env` (LD_PRELOAD applied only to the program, not to
-    the launcher); `program[0]` must be a path (see resolve_program).
+    the launcher); `program[0]` must be a path (see resolve_program). stdin is the file
+    `stdin` read from its start (program_input.py), or /dev/null.
     Returns (wall seconds, exit status, peak RSS KiB, stdout file, stderr file)."""
     out_path, err_path, res_path = workdir / f"{tag}.out", workdir / f"{tag}.err", workdir / f"{tag}.res"
     launcher_env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
     argv = [*launcher, str(res_path), env.get("LD_PRELOAD", ""), *program]
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=launcher_env)
+    with open(out_path, "wb") as out, open(err_path, "wb") as err, open_stdin(stdin) as inp:
+        proc = subprocess.Popen(argv, stdin=inp, stdout=out, stderr=err, env=launcher_env)
         _, status, _ = os.wait4(proc.pid, 0)
         proc.returncode = ExitStatus.from_wait_status(status).code or 0  # reaped here, not by Popen
     try:

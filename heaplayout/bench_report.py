@@ -24,6 +24,8 @@ def command_line(bench: BenchResult) -> str:
              "--config", ",".join(config_text(c.config) for c in bench.configs)]
     if bench.cache_spec is not None:
         parts += ["--cachegrind", f"--LL={bench.cache_spec.LL}", f"--D1={bench.cache_spec.D1}"]
+    if bench.stdin is not None:
+        parts += ["--stdin", str(bench.stdin)]
     return shlex.join([*parts, "--", *bench.program])
 
 
@@ -69,6 +71,7 @@ def result_to_json(bench: BenchResult) -> dict:
         "baseline_exit": _status_json(bench.reference_status) if bench.reference_status else None,
         "rss_floor_kib": bench.rss_floor_kib,
         "launcher": "c" if bench.launcher != sys.executable else "python",
+        "stdin": None if bench.stdin is None else str(bench.stdin),
         "cachegrind": None if bench.cache_spec is None else {"LL": bench.cache_spec.LL, "D1": bench.cache_spec.D1},
         "ok": bench.ok,
         "configs": configs,

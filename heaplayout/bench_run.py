@@ -64,6 +64,7 @@ class BenchResult:
     started_utc: str = ""
     baseline_unstable: bool = False
     launcher: str = ""
+    stdin: Path | None = None  # the file every run reads on stdin (--stdin), else /dev/null
 
     @property
     def baseline(self) -> ConfigResult:
@@ -110,10 +111,11 @@ Progress = Callable[[str], None]
 
 def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, runs: int = 5, warmup: int = 1,
               cache: CacheSpec | None = None, progress: Progress | None = None,
-              base_env: dict[str, str] | None = None) -> BenchResult:
+              base_env: dict[str, str] | None = None, stdin: Path | None = None) -> BenchResult:
     """Run every configuration `warmup` + `runs` times, interleaved, then (with `cache`) once
     each under cachegrind. Every run's exit status and stdout are compared with the
-    baseline's first run. Temporary files go to `workdir` (which the caller cleans up)."""
+    baseline's first run. Temporary files go to `workdir` (which the caller cleans up). Every
+    run reads the file `stdin` from its start (None: /dev/null)."""
     if runs < 1:
         raise BenchError("--runs must be at least 1")
     if warmup < 0:
@@ -128,7 +130,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
     baseline = configs[0].label
     bench = BenchResult(program=program, runs=runs, warmup=warmup, configs=list(results.values()), cache_spec=cache,
                         rss_floor_kib=launcher_rss_floor(workdir, launcher), launcher=launcher[0],
-                        started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                        started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), stdin=stdin)
     ref: tuple[ExitStatus, Path, str] | None = None
     kept: set[str] = set()  # labels whose first mismatching stdout is kept for the message
 
@@ -168,7 +170,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
             # the last warm-up run of our configurations also writes the runtime's pool statistics
             stats_path = workdir / f"stats-{safe[label]}.json"
             env = {**env, "HEAPLAYOUT_STATS_JSON": str(stats_path)}
-        wall, status, rss, out, err = run_once(program, env, workdir, tag, launcher)
+        wall, status, rss, out, err = run_once(program, env, workdir, tag, launcher, stdin=stdin)
         if stats_path is not None:
             results[label].runtime_stats = read_runtime_stats(stats_path)
         total = warmup if is_warmup else runs
@@ -182,7 +184,8 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
         for c in configs:
             say(f"[bench] cachegrind {c.label} ...")
             tag = f"cachegrind-{safe[c.label]}"
-            counts, events, status, out, err = run_cachegrind(program, envs[c.label], workdir, tag, cache)
+            counts, events, status, out, err = run_cachegrind(program, envs[c.label], workdir, tag, cache,
+                                                            stdin=stdin)
             results[c.label].cache, results[c.label].cache_events = counts, events
             say(f"[bench] cachegrind {c.label}: I refs {counts.I_refs:,}, D1 misses {counts.D1_misses:,}, "
                 f"LL misses {counts.LL_misses:,}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import paths
+from .program_input import open_stdin
 from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
 
 TOOL = "hlsim"
@@ -126,8 +127,9 @@ class SimOptions:
 
 def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.PathLike | None = None,
                    valgrind: str = "valgrind", stdout=None, stderr=None,
-                   log_file: str | None = None) -> dict:
-    """Run `program` under hlsim; return the tool's result (parsed JSON) with a few additions."""
+                   log_file: str | None = None, stdin: Path | None = None) -> dict:
+    """Run `program` under hlsim; return the tool's result (parsed JSON) with a few additions.
+    The program reads the file `stdin` from its start (None: /dev/null)."""
     lib = simulator_lib_dir()
     vg = shutil.which(valgrind)
     if not vg:
@@ -143,9 +145,10 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         env["VALGRIND_LIB"] = str(lib)
         env.pop("LD_PRELOAD", None)
         env.update(for_program(opts.client_env(), program[0]))  # LD_PRELOAD in valgrind's own environment
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr)
-        out = Path(tmp) / f"result.{proc.pid}.json"
-        captured, _ = proc.communicate()
+        with open_stdin(stdin) as inp:
+            proc = subprocess.Popen(argv, env=env, stdin=inp, stdout=stdout, stderr=stderr)
+            out = Path(tmp) / f"result.{proc.pid}.json"
+            captured, _ = proc.communicate()
         if not out.exists():
             raise SimulateError(f"hlsim wrote no result (valgrind exit {proc.returncode})")
         result = json.loads(out.read_text())

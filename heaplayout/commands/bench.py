@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import bench as engine
 from .. import paths
+from ..program_input import check_stdin_file
 
 PROG = "heaplayout bench"
 
@@ -32,10 +33,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="configurations (first = baseline; default: " + ",".join(engine.DEFAULT_CONFIGS) + "):\n"
         "  glibc jemalloc mimalloc tcmalloc   plain allocators\n"
         "  off callsite                       our runtime (policy) on glibc\n"
+        "  /PATH/libfoo.so                    another allocator: a shared library that defines malloc\n"
         "  POLICY+ALLOCATOR                   our runtime on another allocator, e.g. callsite+mimalloc\n"
         "  SPEC:OPT=V,OPT=V                   runtime options, e.g. callsite:min_objects=10,max_size=256\n"
         "  NAME=SPEC                          a label for a spec, e.g. small=callsite:max_size=64\n"
-        "  plan=FILE, plan+ALLOCATOR=FILE     a plan file (heaplayout plan) for the plan policy",
+        "  plan=FILE, plan+ALLOCATOR=FILE     a plan file (heaplayout plan) for the plan policy\n"
+        "  (ALLOCATOR: a name above or a library path, e.g. plan+/opt/lib/libfoo.so=prog.plan)",
     )
     p.add_argument("--runs", type=int, default=5, metavar="N", help="timed rounds (default 5)")
     p.add_argument("--warmup", type=int, default=1, metavar="K", help="untimed warm-up rounds first (default 1)")
@@ -54,6 +57,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--only", metavar="NAME,...", help="with --suite: only these workloads")
     p.add_argument("--variant", choices=("fp", "nofp"), default="fp",
                    help="with --suite: workload binaries with (fp) or without (nofp) frame pointers")
+    p.add_argument("--stdin", metavar="FILE",
+                   help="every run reads FILE on standard input, from its start (default: /dev/null)")
     p.add_argument("--keep-temp", action="store_true", help="keep the temporary directory with outputs and stderr")
     p.set_defaults(func=bench_command)
 
@@ -86,7 +91,13 @@ def bench_command(args: argparse.Namespace) -> int:
             raise engine.BenchError("--runs must be at least 1")
         if args.warmup < 0:
             raise engine.BenchError("--warmup cannot be negative")
+        try:
+            args.stdin = check_stdin_file(args.stdin)
+        except ValueError as err:
+            raise engine.BenchError(str(err)) from None
         if args.suite:
+            if args.stdin is not None:
+                raise engine.BenchError("--stdin is for one program; the suite's workloads read no input")
             if args.program:
                 raise engine.BenchError("--suite runs the workloads; do not also give a program after --")
             return _bench_suite(args, configs, cache)
@@ -119,7 +130,7 @@ def _bench_program(args: argparse.Namespace, configs: list[engine.Config], cache
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-bench-"))
     try:
         bench = engine.run_bench(program, configs, tmp, runs=args.runs, warmup=args.warmup, cache=cache,
-                                 progress=_progress)
+                                 progress=_progress, stdin=args.stdin)
         header, rows = engine.table_rows(bench)
         print(engine.describe_run(bench))
         print(engine.format_table(header, rows))

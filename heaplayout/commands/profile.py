@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .. import paths
+from ..program_input import check_stdin_file, redirect_stdin
 from ..profile_format import Profile, ProfileError, merge_profiles, read_profile, write_profile
 
 TOOL = "hlprof"
@@ -56,6 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-file", metavar="FILE",
                    help="Valgrind's and the tool's messages (progress, fatal-signal reports) go to FILE, not stderr")
     p.add_argument("--valgrind", default="valgrind", help="valgrind executable (default: valgrind)")
+    p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input")
     p.add_argument("--top", type=int, default=15, help="show: how many contexts and edges to list (default 15)")
     p.add_argument("--force", action="store_true", help="merge: allow profiles of different binaries")
     p.set_defaults(func=profile_command)
@@ -92,7 +94,8 @@ def profile_command(args: argparse.Namespace) -> int:
         return 2
     try:
         lib = profiler_lib_dir()
-    except paths.MissingArtifact as err:
+        stdin = check_stdin_file(args.stdin)
+    except (paths.MissingArtifact, ValueError) as err:
         print(f"heaplayout profile: {err}", file=sys.stderr)
         return 2
     valgrind = shutil.which(args.valgrind)
@@ -105,6 +108,8 @@ def profile_command(args: argparse.Namespace) -> int:
     env["VALGRIND_LIB"] = str(lib)
     sys.stdout.flush()
     sys.stderr.flush()
+    if stdin is not None:
+        redirect_stdin(stdin)
     # exec: the program's stdout, stderr, exit code and fatal signal are passed through unchanged
     os.execvpe(valgrind, argv, env)
     return 0  # not reached

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .. import allocators, elf, paths
+from ..program_input import check_stdin_file, redirect_stdin
 from ..runtime_env import POLICIES, RuntimeConfig, for_program, runtime_env
 
 
@@ -20,9 +21,10 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plan", metavar="FILE", help="plan file written by `heaplayout plan` (policy plan)")
     parser.add_argument(
         "--allocator",
-        choices=list(allocators.ALLOCATORS),
+        metavar="NAME|PATH",
         default="glibc",
-        help="allocator underneath ours, for everything we do not place (default: glibc)",
+        help="allocator underneath ours, for everything we do not place: "
+        f"{', '.join(allocators.ALLOCATORS)}, or the path of a shared library that defines malloc (default: glibc)",
     )
     parser.add_argument("--min-objects", metavar="N", help="pool a context after N objects (default 100, DPA)")
     parser.add_argument("--max-size", metavar="BYTES", help="pool only objects up to this size (default 128, DPA)")
@@ -66,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_runtime_options(p)
     p.add_argument("--stats", action="store_true", help="print per-pool statistics to stderr at exit")
     p.add_argument("--stats-json", metavar="FILE", help="also write the statistics as JSON to FILE")
+    p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input")
     p.add_argument(
         "--print-env",
         action="store_true",
@@ -77,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run_command(args: argparse.Namespace) -> int:
     try:
         env = runtime_env(config_from_args(args))
+        stdin = check_stdin_file(getattr(args, "stdin", None))
     except (ValueError, paths.MissingArtifact) as err:
         print(f"heaplayout run: {err}", file=sys.stderr)
         return 2
@@ -101,6 +105,8 @@ def run_command(args: argparse.Namespace) -> int:
         # keep what the user preloads, after ours and the chosen allocator
         env["LD_PRELOAD"] = env["LD_PRELOAD"] + ":" + full_env["LD_PRELOAD"]
     full_env.update(env)
+    if stdin is not None:
+        redirect_stdin(stdin)
     try:
         os.execvpe(args.program[0], args.program, full_env)
     except FileNotFoundError:

@@ -12,6 +12,7 @@ import json
 import sys
 
 from .. import allocators, paths
+from ..program_input import check_stdin_file
 from ..simulate import (CACHEGRIND_GEOMETRY, PREFETCHERS, SimOptions, SimulateError, format_result,
                         run_simulation, run_with_oracles)
 
@@ -29,8 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="none: the allocator alone (default; plan when --plan is given); off/callsite/plan: "
                    "our runtime over the allocator")
     p.add_argument("--plan", metavar="FILE", help="plan file for policy plan")
-    p.add_argument("--allocator", choices=list(allocators.ALLOCATORS), default="glibc",
-                   help="the allocator (underneath ours with --policy) (default glibc)")
+    p.add_argument("--allocator", metavar="NAME|PATH", default="glibc",
+                   help=f"the allocator (underneath ours with --policy): {', '.join(allocators.ALLOCATORS)}, or the "
+                   "path of a shared library that defines malloc (default glibc)")
+    p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input (each simulated run "
+                   "reads it from its start)")
     p.add_argument("--chunk-size", metavar="BYTES", help="runtime pool chunk size (default 1M)")
     p.add_argument("--range", metavar="BYTES", help="runtime pool range (default 16G)")
     p.add_argument("--cc-block", metavar="BYTES",
@@ -108,7 +112,10 @@ def simulate_command(args: argparse.Namespace) -> int:
     try:
         opts = options_from_args(args)
         opts.client_env()  # validate the layout settings before the long run
+        stdin = check_stdin_file(args.stdin)
         if args.study:
+            if stdin is not None:
+                raise ValueError("--stdin is not supported with --study yet (heaplayout/study.py runs read /dev/null)")
             from ..study import run_study, format_study
             rows = run_study(args.program, opts, lines=[int(x) for x in args.lines.split(",")],
                              prefetchers=args.prefetchers.split(","), layouts=args.layouts.split(","),
@@ -121,9 +128,10 @@ def simulate_command(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         if args.oracle:
             result = run_with_oracles(args.program, opts, hot_first=args.oracle == "hot-first",
-                                      baseline=not args.no_baseline, json_out=args.json, valgrind=args.valgrind)
+                                      baseline=not args.no_baseline, json_out=args.json, valgrind=args.valgrind,
+                                      stdin=stdin)
         else:
-            result = run_simulation(args.program, opts, json_out=args.json, valgrind=args.valgrind)
+            result = run_simulation(args.program, opts, json_out=args.json, valgrind=args.valgrind, stdin=stdin)
     except (ValueError, paths.MissingArtifact, SimulateError, allocators.UnknownAllocator) as err:
         print(f"heaplayout simulate: {err}", file=sys.stderr)
         return 2
