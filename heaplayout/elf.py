@@ -58,6 +58,41 @@ def is_static_executable(path: Path) -> bool:
     return 3 not in types  # PT_INTERP
 
 
+PT_GNU_EH_FRAME = 0x6474E550
+DW_EH_PE_DATAREL_SDATA4 = 0x3B  # what binutils' and lld's .eh_frame_hdr tables use
+
+
+def function_starts(path: Path) -> list[int]:
+    """Sorted start addresses (ELF virtual addresses) of the functions that have unwind
+    information, from the binary-search table of .eh_frame_hdr: one entry per FDE, and
+    last the end of the code segment, where the last function ends. Every
+    x86-64 binary has it (it is what unwinding and C++ exceptions use), stripped or not, and
+    the runtime's unwinder reads the same table, so both sides agree on what a function is.
+    Raises ValueError when the file has no such table in the usual encoding."""
+    data = Path(path).read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
+    (e_phoff,) = struct.unpack_from("<Q", data, 0x20)
+    e_phentsize, e_phnum = struct.unpack_from("<HH", data, 0x36)
+    headers = [struct.unpack_from("<IIQQQQQ", data, e_phoff + i * e_phentsize) for i in range(e_phnum)]
+    code_ends = [vaddr + memsz for (kind, flags, _o, vaddr, _p, _f, memsz) in headers if kind == 1 and flags & 1]
+    for p_type, _flags, p_offset, p_vaddr, _paddr, _filesz, _memsz in headers:
+        if p_type != PT_GNU_EH_FRAME:
+            continue
+        version, ptr_enc, count_enc, table_enc = data[p_offset:p_offset + 4]
+        if version != 1 or count_enc != 0x03 or table_enc != DW_EH_PE_DATAREL_SDATA4 or ptr_enc & 0x0F != 0x0B:
+            raise ValueError(f"{path}: .eh_frame_hdr in an unusual encoding")
+        (count,) = struct.unpack_from("<I", data, p_offset + 8)
+        table = p_offset + 12
+        if table + 8 * count > len(data):
+            raise ValueError(f"{path}: .eh_frame_hdr table runs past the end of the file")
+        starts = sorted(p_vaddr + struct.unpack_from("<i", data, table + 8 * k)[0] for k in range(count))
+        if starts:  # the last function ends with its code segment
+            starts.append(min((e for e in code_ends if e > starts[-1]), default=starts[-1] + 1))
+        return starts
+    raise ValueError(f"{path}: no .eh_frame_hdr")
+
+
 def comments(path: Path) -> list[str]:
     """The strings of the ELF file's .comment section: one per compiler that built part of
     it ("GCC: (Debian 12.2.0-14) 12.2.0", "clang version 16.0.6"); [] when it has none."""

@@ -65,6 +65,15 @@ class GroupingParams:
     # co-accessed with, spreading the traversal over twice the memory (Olden health's
     # waiting lists: docs/planning.md). 0 groups exactly as HALO.
     walk_weight: float = 1.0
+    # Beyond HALO (heaplayout/companions.py): contexts whose objects are allocated next to
+    # each other (one is the very next allocation after the other) for at least this share
+    # of the rarer context's objects are companions: a per-object pairing such as a record
+    # and its list cell, not two streams that happen to interleave. 0 turns the rule off.
+    companion_share: float = 0.5
+    # ... and only when they are used together: their affinity is at least this share of
+    # the rarer context's accesses (a cell walk touching each record gives about 1; objects
+    # allocated together but used apart give about 0).
+    companion_use: float = 0.1
 
     def describe(self) -> str:
         return " ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))

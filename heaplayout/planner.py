@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import elf, shape, grouping, hds, identify
+from . import companions, elf, shape, grouping, hds, identify
 from .plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
 from .profile_format import Profile
 
@@ -97,10 +97,13 @@ def skip_names(profile: Profile) -> list[str]:
 
 def _halo_groups(profile: Profile, params: grouping.GroupingParams, usable: set[int]) -> list[PlannedGroup]:
     graph = grouping.graph_from_profile(profile, usable, params.walk_weight)
-    if not params.shape_merge:
+    rep = shape.structures(profile, usable, params.shape_min_share) if params.shape_merge else {c: c for c in usable}
+    if params.companion_share > 0:
+        pairs = companions.companion_pairs(profile, usable, params.companion_share, params.companion_use)
+        rep = companions.join(rep, pairs)
+    if all(c == r for c, r in rep.items()):  # nothing contracted: exactly HALO's grouping
         return [PlannedGroup(i, list(g.members), g.weight, g.score)
                 for i, g in enumerate(grouping.group_contexts(graph, params), start=1)]
-    rep = shape.structures(profile, usable, params.shape_min_share)
     members: dict[int, list[int]] = {}
     for c in sorted(rep):
         members.setdefault(rep[c], []).append(c)

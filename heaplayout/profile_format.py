@@ -107,6 +107,10 @@ class Profile:
     # older profiles lack: has_adjacent_links says whether the counts are known)
     adjacent_links: dict[tuple[int, int, int], int] = field(default_factory=dict)
     has_adjacent_links: bool = False
+    # (a, b) -> how often an object of b was the next allocation after one of a in the same
+    # thread (N records; older profiles lack them: has_neighbours)
+    neighbours: dict[tuple[int, int], int] = field(default_factory=dict)
+    has_neighbours: bool = False
     stream: list[int] = field(default_factory=list)  # object ids
     stream_truncated: bool = False
     summary: dict[str, int] = field(default_factory=dict)
@@ -238,6 +242,10 @@ def parse_profile(lines: Iterable[str] | Iterable[bytes], *, with_objects: bool 
                 if len(f) > 5:
                     p.adjacent_links[key] = p.adjacent_links.get(key, 0) + int(f[5])
                     p.has_adjacent_links = True
+            elif t == "N":
+                key = (int(f[1]), int(f[2]))
+                p.neighbours[key] = p.neighbours.get(key, 0) + int(f[3])
+                p.has_neighbours = True
             elif t == "H":
                 key = f[1]
                 value = unescape(f[2]) if len(f) > 2 else ""
@@ -251,7 +259,7 @@ def parse_profile(lines: Iterable[str] | Iterable[bytes], *, with_objects: bool 
                 if f[1] == "stream-truncated":
                     p.stream_truncated = True
             elif t == "END":
-                if len(f) > 1 and int(f[1], 16) != crc_before:
+                if len(f) > 1 and f[1] != f"{crc_before:08x}":  # as written: 8 lower-case digits
                     raise ProfileError(f"{name}:{lineno}: checksum mismatch (END says {f[1]}, the records "
                                        f"before it give {crc_before:08x}): the file was changed or damaged "
                                        "after the profiler wrote it")
@@ -318,6 +326,9 @@ def check_profile(p: Profile) -> list[str]:
         if a not in p.contexts or b not in p.contexts or n < 0 or off < -1 \
                 or p.adjacent_links.get((a, off, b), 0) not in range(0, n + 1):
             bad.append(f"pointer edge {a}+{off}->{b}: unknown context or impossible count")
+    for (a, b), n in p.neighbours.items():
+        if a not in p.contexts or b not in p.contexts or n < 0:
+            bad.append(f"neighbours {a}->{b}: unknown context or negative count")
     if any(v < 0 for v in p.summary.values()):
         bad.append("negative summary value")
     if p.complete and "contexts" in p.summary and p.summary["contexts"] != len(p.contexts):
@@ -395,6 +406,8 @@ def write_profile(p: Profile, out: str | Path | IO[str]) -> None:
     for (a, off, b), n in p.pointer_edges.items():
         adj = f" {p.adjacent_links.get((a, off, b), 0)}" if p.has_adjacent_links else ""
         w(f"P {a} {off} {b} {n}{adj}\n")
+    for (a, b), n in p.neighbours.items():
+        w(f"N {a} {b} {n}\n")
     for k, v in p.summary.items():
         w(f"Z {k} {v}\n")
     if p.complete:
@@ -422,6 +435,7 @@ def merge_profiles(profiles: list[Profile], *, force: bool = False) -> Profile:
             raise ValueError("profiles come from different binaries (use --force to merge anyway)")
     out = Profile()
     out.has_adjacent_links = all(p.has_adjacent_links or not p.pointer_edges for p in profiles)
+    out.has_neighbours = all(p.has_neighbours for p in profiles)
     out.header = dict(profiles[0].header)
     out.args = list(profiles[0].args)
     out.complete = all(p.complete for p in profiles)
@@ -472,6 +486,9 @@ def merge_profiles(profiles: list[Profile], *, force: bool = False) -> Profile:
             key = (ctx_map[a], off, ctx_map[b])
             out.pointer_edges[key] = out.pointer_edges.get(key, 0) + n
             out.adjacent_links[key] = out.adjacent_links.get(key, 0) + p.adjacent_links.get((a, off, b), 0)
+        for (a, b), n in p.neighbours.items():
+            key = (ctx_map[a], ctx_map[b])
+            out.neighbours[key] = out.neighbours.get(key, 0) + n
         out.stream.extend(oid + id_shift for oid in p.stream)
         out.stream_truncated |= p.stream_truncated
         for k, v in p.summary.items():

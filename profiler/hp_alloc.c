@@ -310,9 +310,27 @@ static void account(HpObj* o)
    c->live--;
 }
 
+/* Allocation-order neighbours: how often an object of context b was the next allocation
+ * after one of context a in the same thread. An allocator that serves both from one
+ * region in order (glibc's top chunk, a bump pool) places them side by side, and a program
+ * that allocates a record and then the list cell pointing to it usually walks them
+ * together; the planner keeps such pairs in one group (docs/planning.md). */
+#define NEIGHBOUR_THREADS 1024
+static HpCountMap neighbours;
+static UInt last_ctx_plus1[NEIGHBOUR_THREADS]; /* per thread id: last context + 1, 0 none */
+
+static void count_neighbour(ThreadId tid, UInt cid)
+{
+   if (tid >= NEIGHBOUR_THREADS) return;
+   UInt prev = last_ctx_plus1[tid];
+   if (prev) hp_cm_add(&neighbours, prev - 1, cid, 1);
+   last_ctx_plus1[tid] = cid + 1;
+}
+
 static void record_block(ThreadId tid, void* p, SizeT size, HChar kind)
 {
    HpCtx* c = get_context(tid, kind);
+   count_neighbour(tid, c->id);
    HpObj* o = VG_(allocEltPA)(obj_pool);
    VG_(memset)(o, 0, sizeof *o);
    o->addr = (Addr)p;
@@ -402,6 +420,7 @@ void hp_alloc_init(void)
    obj_pool = VG_(newPA)(sizeof(HpObj), 4096, VG_(malloc), "hp.objpool", VG_(free));
    ctx_mask = 1023;
    ctx_tab = VG_(calloc)("hp.ctx.tab", ctx_mask + 1, sizeof(HpCtx*));
+   hp_cm_init(&neighbours, 1 << 10);
    VG_(needs_malloc_replacement)(hp_malloc, hp_new, hp_new_aligned, hp_vec_new, hp_vec_new_aligned,
                                  hp_memalign, hp_calloc, hp_free, hp_delete, hp_delete_aligned,
                                  hp_delete, hp_delete_aligned, hp_realloc, hp_usable_size, 0);
@@ -434,5 +453,9 @@ void hp_alloc_fini(void)
       HpCtx* c = ctx_by_id[i];
       hp_out_printf("X %u %llu %llu %llu %llu %llu %llu %llu\n", c->id, c->nobj, c->bytes, c->max_live,
                     c->loads, c->stores, c->lbytes, c->sbytes);
+   }
+   for (ULong i = 0; i <= neighbours.mask; i++) {
+      const HpCount* n = &neighbours.tab[i];
+      if (n->n) hp_out_printf("N %llu %llu %llu\n", n->k1, n->k2, n->n);
    }
 }

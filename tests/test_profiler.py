@@ -97,6 +97,8 @@ def test_exact_counts(tmp_path: Path, progs: Path) -> None:
         sym = p.frame_symbol(*ctx.frames[0])
         assert sym.file and sym.file.endswith("hp_exact.c") and sym.line > 0
     assert ca.kind == "m" and cb.kind == "m"
+    # allocation-order neighbours: A0 B0 A1 B1 ... gives N times A->B and N-1 times B->A
+    assert p.has_neighbours and p.neighbours == {(ca.id, cb.id): N, (cb.id, ca.id): N - 1}
 
     # objects: A_i has id 2i+1, B_i id 2i+2, instance i; phase 0 stores once into each right
     # after allocating it (clock: A_i allocated at 2i, B_i at 2i+1); phase 1 stores A_i->b

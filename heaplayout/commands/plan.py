@@ -27,6 +27,9 @@ GROUPING_HELP = {
     "shape_merge": "1: contract contexts linked into one data structure before grouping (beyond HALO); 0: off",
     "shape_min_share": "a pointer link merges contexts when it joins this share of the smaller one's objects",
     "walk_weight": "share of each context's walk weight (own objects co-accessed, not co-allocatable) added to its loop (beyond HALO); 0: off",
+    "companion_share": "contexts allocated next to each other for this share of the rarer one's objects, and used "
+                       "together, are grouped together or not at all (beyond HALO); 0: off",
+    "companion_use": "... used together: affinity of at least this share of the rarer one's accesses",
 }
 HDS_HELP = {
     "min_len": "shortest hot data stream (objects)",

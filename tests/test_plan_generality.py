@@ -1,0 +1,89 @@
+"""Plans that generalize (issue 20): contexts compared modulo recursion, and companions
+(objects allocated side by side and used together) kept together."""
+
+from __future__ import annotations
+
+from heaplayout import companions, grouping, planner, recursion
+from heaplayout.profile_format import Context, Module, Profile
+
+
+def _profile(affinity: dict, neighbours: dict) -> Profile:
+    """0: list cells (walked: a strong loop), 1: the records the cells point to, 2: another
+    structure the records are also used with. Records and cells are allocated in pairs."""
+    p = Profile()
+    p.header = {"exe": "/nonexistent/prog"}
+    p.modules[0] = Module(0, None, 0, False, "/nonexistent/prog")
+    for c, accesses in {0: 1200, 1: 1000, 2: 1100}.items():
+        p.contexts[c] = Context(c, "m", [(0, 0x100 + 0x10 * c), (0, 0x500)], objects=1000, bytes=24000,
+                                max_live=1000, loads=accesses)
+    p.affinity = dict(affinity)
+    p.neighbours = dict(neighbours)
+    p.has_neighbours = bool(neighbours)
+    p.summary = {"heap_accesses": 3300}
+    p.complete = p.has_totals = True
+    return p
+
+
+AFFINITY = {(0, 0): 1100, (1, 2): 900, (0, 1): 200, (2, 2): 500}
+PAIRED = {(1, 0): 990, (0, 1): 980}
+
+
+def _labels(p: Profile, **params) -> dict[int, int]:
+    return planner.make_plan(p, "halo", grouping_params=grouping.GroupingParams(**params)).labels
+
+
+def test_companions_are_grouped_together() -> None:
+    p = _profile(AFFINITY, PAIRED)
+    torn = _labels(p, companion_share=0)
+    assert torn.get(0, 0) != torn.get(1, 0), "HALO alone should tear the pair apart in this profile"
+    kept = _labels(p)
+    assert kept.get(0, 0) == kept.get(1, 0) != 0
+
+
+def test_allocated_together_but_used_apart_is_no_reason() -> None:
+    apart = {k: v for k, v in AFFINITY.items() if k != (0, 1)}
+    assert companions.companion_pairs(_profile(apart, PAIRED), {0, 1, 2}, 0.5, 0.1) == []
+    assert companions.companion_pairs(_profile(AFFINITY, PAIRED), {0, 1, 2}, 0.5, 0.1) == [(0, 1)]
+
+
+def test_rare_neighbours_are_no_pairing() -> None:
+    few = {(1, 0): 100, (0, 1): 90}  # chance interleaving, not one cell per record
+    assert companions.companion_pairs(_profile(AFFINITY, few), {0, 1, 2}, 0.5, 0.1) == []
+
+
+def test_join_merges_parts() -> None:
+    rep = {1: 1, 2: 1, 3: 3, 4: 4}
+    assert companions.join(rep, [(2, 4)]) == {1: 1, 2: 1, 3: 3, 4: 1}
+
+
+# ---- recursion ----
+
+FM = recursion.FunctionMap(starts={0: [0x100, 0x200, 0x300, 0x400, 0x1000]})  # f, g, h, main; end
+
+
+def test_chain_keeps_the_innermost_frame_of_each_function() -> None:
+    # alloc in f, called from g (0x210), g recursing through three call sites, then main
+    chain = [(0, 0x110), (0, 0x210), (0, 0x250), (0, 0x230), (0, 0x290), (0, 0x410)]
+    assert recursion.collapse_chain(chain, FM) == ((0, 0x110), (0, 0x210), (0, 0x410))
+    # mutual recursion g -> h -> g -> h
+    mutual = [(0, 0x110), (0, 0x210), (0, 0x310), (0, 0x220), (0, 0x320), (0, 0x410)]
+    assert recursion.collapse_chain(mutual, FM) == ((0, 0x110), (0, 0x210), (0, 0x310), (0, 0x410))
+    # frames of unknown function (another module) are kept, repeats dropped
+    assert recursion.collapse_chain([(0, 0x110), (1, 5), (1, 5), (1, 9)], FM) == ((0, 0x110), (1, 5), (1, 9))
+
+
+def test_paths_through_a_recursion_become_one_context() -> None:
+    p = Profile()
+    p.modules[0] = Module(0, None, 0, False, "/nonexistent/prog")
+    p.contexts[0] = Context(0, "m", [(0, 0x110), (0, 0x210), (0, 0x410)], objects=3, max_live=2, loads=9)
+    p.contexts[1] = Context(1, "m", [(0, 0x110), (0, 0x210), (0, 0x250), (0, 0x410)], objects=5, max_live=5,
+                            loads=1)
+    p.contexts[2] = Context(2, "m", [(0, 0x120), (0, 0x410)], objects=1, max_live=1)
+    p.affinity = {(0, 1): 4, (1, 2): 2}
+    p.neighbours = {(1, 0): 3}
+    c = recursion.collapse_profile(p, FM)
+    assert sorted(c.profile.contexts) == [0, 2] and c.merged_from == {0: [0, 1], 2: [2]}
+    merged = c.profile.contexts[0]
+    assert (merged.objects, merged.max_live, merged.loads) == (8, 7, 10)
+    assert c.profile.affinity == {(0, 0): 4, (0, 2): 2} and c.profile.neighbours == {(0, 0): 3}
+    assert c.functions == {(0, 0x100), (0, 0x200), (0, 0x400)}
