@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 
 need_pkgs=()
 have() { dpkg -s "$1" >/dev/null 2>&1; }
-for pkg in build-essential cmake ninja-build valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 sqlite3 xz-utils python3-pip; do
+# sqlite3, lua5.4, jq: real programs the tests run under the runtime (test_real_programs.py, test_real_corpus.py)
+for pkg in build-essential cmake ninja-build valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 sqlite3 lua5.4 jq xz-utils python3-pip; do
   have "$pkg" || need_pkgs+=("$pkg")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -1,0 +1,51 @@
+"""Output checks of the corpus: stdout compared after normalization.
+
+A program's manifest entry lists regular expressions for the only parts of its stdout that
+may differ between two identical runs (a solver's "Time used", a memory figure that depends
+on the allocator). Each match is replaced by one fixed marker; everything else must be
+byte-identical. The same normalization serves the check stage (our own runs) and bench
+(as its stdout digest), so both judge a run the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Callable, Sequence
+
+MARK = b"<~>"
+
+
+def normalizer(patterns: Sequence[str]) -> Callable[[bytes], bytes]:
+    """A function that replaces every match of `patterns` (applied in order) by MARK."""
+    compiled = [re.compile(p.encode()) for p in patterns]
+
+    def normalize(data: bytes) -> bytes:
+        for rx in compiled:
+            data = rx.sub(MARK, data)
+        return data
+
+    return normalize
+
+
+def file_digest(patterns: Sequence[str]) -> Callable[[Path], str]:
+    """sha256 of a file's normalized content (bench's `digest` hook)."""
+    normalize = normalizer(patterns)
+
+    def digest(path: Path) -> str:
+        return hashlib.sha256(normalize(path.read_bytes())).hexdigest()
+
+    return digest
+
+
+def first_difference(expected: bytes, actual: bytes, limit: int = 160) -> str | None:
+    """None when equal, else the first differing line (1-based) of the two texts."""
+    if expected == actual:
+        return None
+    a, b = expected.split(b"\n"), actual.split(b"\n")
+    for i, (x, y) in enumerate(zip(a, b), start=1):
+        if x != y:
+            return f"line {i}: expected {x[:limit]!r}, got {y[:limit]!r}"
+    i = min(len(a), len(b)) + 1
+    return f"line {i}: one output ends, the other has {len(b) - len(a):+d} lines"
