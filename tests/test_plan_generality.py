@@ -87,3 +87,16 @@ def test_paths_through_a_recursion_become_one_context() -> None:
     assert (merged.objects, merged.max_live, merged.loads) == (8, 7, 10)
     assert c.profile.affinity == {(0, 0): 4, (0, 2): 2} and c.profile.neighbours == {(0, 0): 3}
     assert c.functions == {(0, 0x100), (0, 0x200), (0, 0x400)}
+
+
+def test_placement_from_statistics() -> None:
+    from heaplayout import placement
+    stats = {"pools": [{"id": 3, "kind": "group", "group": 1, "objects": 60, "bytes_requested": 600},
+                       {"id": 4, "kind": "site", "group": 0, "objects": 10, "bytes_requested": 100}],
+             "forwarded": {"objects": 30, "bytes_requested": 1300}, "plan_walks": 2, "plan_replays": 5}
+    p = placement.placement(stats)
+    assert (p.allocations, p.grouped, p.site_pooled) == (100, 60, 10)
+    assert p.grouped_share == 0.6 and p.grouped_byte_share == 0.3 and p.walk_share == 0.02
+    assert "60.0% of 100 allocations" in placement.describe(p)
+    assert placement.generalizes(p, placement.placement({**stats, "forwarded": {"objects": 40}}))
+    assert not placement.generalizes(p, placement.placement({**stats, "forwarded": {"objects": 100}}))

@@ -176,10 +176,27 @@ static void write_table(const pool_totals *t, unsigned npools) {
              (int)getpid(), hl_policy_name(atomic_load(&hl_state.policy)), used,
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes));
-  if (atomic_load(&hl_state.policy) == HL_POLICY_PLAN)
-    out_printf(&o, "heaplayout: plan decisions: %llu walked the stack in full, %llu replayed a recorded walk (the rest were cached)\n",
-               (unsigned long long)atomic_load(&hl_state.plan_walks),
+  if (atomic_load(&hl_state.policy) == HL_POLICY_PLAN) {
+    /* how well the plan met this run: a plan that generalizes places about the share it
+     * placed on its training input, with few full walks (heaplayout/placement.py) */
+    uint64_t all = atomic_load(&hl_state.forwarded_objects), all_bytes = atomic_load(&hl_state.forwarded_bytes);
+    uint64_t grouped = 0, grouped_bytes = 0;
+    for (unsigned id = 1; id < npools; id++) {
+      all += t[id].allocs;
+      all_bytes += t[id].bytes_requested;
+      if (hl_pool_group((uint16_t)id)) {
+        grouped += t[id].allocs;
+        grouped_bytes += t[id].bytes_requested;
+      }
+    }
+    uint64_t walks = atomic_load(&hl_state.plan_walks);
+    out_printf(&o, "heaplayout: plan placed %.1f%% of %llu allocations (%.1f%% of bytes) in its groups; "
+               "full stack walks for %.2f%% of allocations (%llu), %llu replayed walks (the rest were cached)\n",
+               all ? 100.0 * (double)grouped / (double)all : 0.0, (unsigned long long)all,
+               all_bytes ? 100.0 * (double)grouped_bytes / (double)all_bytes : 0.0,
+               all ? 100.0 * (double)walks / (double)all : 0.0, (unsigned long long)walks,
                (unsigned long long)atomic_load(&hl_state.plan_replays));
+  }
   if (used == 0) {
     out_flush(&o);
     return;
