@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from . import __version__
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("heaplayout: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`heaplayout profile show P | head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
