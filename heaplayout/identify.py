@@ -11,7 +11,10 @@ chain, innermost frame first, and its group, 0 for ungrouped):
   (a short stack, or a depth-truncated one): the shorter chain's rule also matches the
   longer chain, so the longer one gets its own rule, with group 0 when it is ungrouped.
   Chains seen in no profile fall to the longest rule they match: under a one-label prefix
-  they join that label (DPA's generalisation), under a mixed prefix they stay ungrouped.
+  they join that label (DPA's generalisation); under a mixed prefix they take the label of
+  the nearest profiled contexts, those sharing the longest prefix with them, weighted by
+  their allocations (a deeper recursion or a new caller at run time is treated like the
+  profiled chains it branches off from, not left ungrouped by accident).
 
 * HALO's selectors (Figure 10): per group a disjunction of conjunctions of call sites that
   may appear anywhere on the stack. Reported for comparison only.
@@ -34,6 +37,7 @@ class LabelledContext:
     chain: Chain
     accesses: int
     group: int  # 0 = ungrouped
+    objects: int = 0  # allocations made from it: the weight of its label for unseen chains nearby
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class _Node:
     ending: list[LabelledContext] = field(default_factory=list)  # contexts whose chain ends here
     forced: int | None = None  # label of the contexts ending here, after resolving conflicts
     labels: set[int] = field(default_factory=set)  # labels of all contexts at or below
+    weight: dict[int, int] = field(default_factory=dict)  # label -> allocations at or below
 
 
 def _build_trie(contexts: list[LabelledContext]) -> _Node:
@@ -103,30 +108,40 @@ def _collect_labels(node: _Node, overruled: dict[int, tuple[int, int]]) -> None:
     for child in node.children.values():
         _collect_labels(child, overruled)
         node.labels |= child.labels
+        for label, w in child.weight.items():
+            node.weight[label] = node.weight.get(label, 0) + w
     if node.ending:
         node.forced = _winning_label(node.ending)
         for c in node.ending:
             if c.group != node.forced:
                 overruled[c.id] = (c.group, node.forced)
+            node.weight[node.forced] = node.weight.get(node.forced, 0) + c.objects
         node.labels.add(node.forced)
+
+
+def _nearest_label(node: _Node) -> int:
+    """The label of most allocations under a mixed prefix; ties to the lower label."""
+    return min(node.labels, key=lambda label: (-node.weight.get(label, 0), label))
 
 
 def _emit(node: _Node, prefix: Chain, inherited: int, out: list[Rule]) -> None:
     """Rules for the subtree under `prefix`, where shorter rules already give `inherited`.
 
     A subtree of one label is decided at its top: one rule, unless the label is already
-    what a shorter rule gives. In a mixed subtree nothing is claimed for unseen chains, except
-    where a profiled chain ends at this very prefix: its label must be given here, and the
-    children then inherit it (so a child of another label, even ungrouped, needs a rule)."""
+    what a shorter rule gives. A mixed subtree gives unseen chains that branch off here the
+    label of most allocations below (_nearest_label), or, where a profiled chain ends at this
+    very prefix, that chain's label, which must be given here; the children inherit it (so a
+    child of another label, even ungrouped, needs a rule)."""
     if node.depth > 0 and len(node.labels) == 1:
         (label,) = node.labels
         if label != inherited:
             out.append(Rule(label, prefix))
         return
-    if node.forced is not None:
-        if node.forced != inherited:
-            out.append(Rule(node.forced, prefix))
-        inherited = node.forced
+    here = node.forced if node.forced is not None else (_nearest_label(node) if node.depth > 0 else None)
+    if here is not None:
+        if here != inherited:
+            out.append(Rule(here, prefix))
+        inherited = here
     for frame in sorted(node.children):
         _emit(node.children[frame], prefix + (frame,), inherited, out)
 

@@ -123,7 +123,7 @@ def _site_planned(profile: Profile, site_groups: list[hds.SiteGroup], usable: se
 
 def _labelled(profile: Profile, labels: dict[int, int], usable: set[int], depth: int | None) -> list[identify.LabelledContext]:
     return [identify.LabelledContext(c.id, tuple(c.frames if depth is None else c.frames[:depth]), c.accesses,
-                                     labels.get(c.id, 0))
+                                     labels.get(c.id, 0), c.objects)
             for c in profile.contexts.values() if c.id in usable]
 
 

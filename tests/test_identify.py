@@ -112,3 +112,20 @@ def test_halo_selectors_unresolvable_member() -> None:
     s = identify.halo_selectors([ctx(1, "a", 1), ctx(2, "a", 0)])
     assert s.unresolved == [1]
     assert s.selectors[0].terms == [chain("a")]
+
+
+def test_unseen_chains_under_a_mixed_prefix_take_the_nearest_label() -> None:
+    """A chain the profile never saw (a new caller, a deeper recursion) branches off the
+    profiled chains somewhere; it gets the label of most allocations among those sharing
+    the longest prefix with it, not "ungrouped" by accident (issue 20)."""
+    contexts = [LabelledContext(1, chain("w a main"), 100, 1, objects=900),
+                LabelledContext(2, chain("w b main"), 100, 2, objects=100),
+                LabelledContext(3, chain("e f"), 100, 0, objects=50),
+                LabelledContext(4, chain("e g"), 100, 1, objects=20)]
+    table = identify.apcc_rules(contexts)
+    assert identify.classify(table.rules, chain("w c main")) == 1  # most of w's allocations
+    assert identify.classify(table.rules, chain("w b main")) == 2  # profiled chains unchanged
+    assert identify.classify(table.rules, chain("w a main")) == 1
+    assert identify.classify(table.rules, chain("e h")) == 0  # e's allocations are mostly ungrouped
+    assert identify.classify(table.rules, chain("e g")) == 1
+    assert set(table.rules) == {Rule(1, chain("w")), Rule(2, chain("w b")), Rule(1, chain("e g"))}
