@@ -1,13 +1,17 @@
 """The plan file (docs/plan-format.md, version 1): dataclasses, writer and validating reader.
 
-The C runtime parses the same text; this reader is as strict as the runtime should be, so a
-plan that passes `read_plan` is one the runtime accepts (apart from the build-id check
-against the loaded modules, which only the runtime can do).
+The C runtime parses the same text with runtime/src/plan_parse.c. This reader is its twin:
+the same checks in the same order with the same messages, so a plan `read_plan` accepts is
+one the runtime accepts (apart from the build-id check against the loaded modules, which
+only the runtime can do), and a plan it refuses is refused by the runtime with the same
+line and reason. tests/data/plan_conformance/ holds the cases both must agree on.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,19 +21,28 @@ STRATEGIES = ("halo", "callsite", "hds")
 MIN_CHUNK = 256 * 1024
 MAX_CHUNK = 64 * 1024 * 1024
 MAX_OBJECT_SIZE = 32768
-# Limits of the runtime's parser (runtime/src/plan.c, tunables.h): a plan beyond them is refused.
+# Limits of the runtime's tables (runtime/src/plan_parse.h): a plan beyond them is refused.
 MAX_MODULES = 64
 MAX_SKIPS = 32
 MAX_RULE_FRAMES = 16
-MAX_GROUPS = 4095
+MAX_GROUPS = 4093  # pool ids 3..4095 (HL_MAX_POOLS less the reserved ids 0, 1, 2)
+MAX_RULES = 1 << 20
+MAX_PATH_BYTES = 511
+MAX_SKIP_NAME_BYTES = 127
+MAX_BUILD_ID_BYTES = 64
+MAX_OFFSET = (1 << 47) - 1  # x86-64 user addresses have 47 bits
+MAX_U64 = (1 << 64) - 1
 
 # The order records must come in; each record type may repeat only where the doc allows.
-_ORDER = ("heaplayout-plan", "strategy", "chunk_size", "max_object_size", "min_align", "rest", "module", "skip", "group",
-          "select", "end")
+_ORDER = ("heaplayout-plan", "strategy", "chunk_size", "max_object_size", "min_align", "rest", "recursion", "module",
+          "skip", "group", "select", "end")
 _REPEATABLE = {"module", "skip", "group", "select"}
-_OPTIONAL = {"rest", "min_align"}  # at most once; absent: "rest allocator", "min_align 16"
+_OPTIONAL = {"rest", "min_align", "recursion"}  # at most once; absent: "rest allocator", "min_align 16", no collapsing
 RESTS = ("allocator", "callsite")
-_BUILD_ID = re.compile(r"^(-|[0-9a-f]+)$")
+_BUILD_ID = re.compile(r"(?:[0-9a-f]{2}){1,64}")
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_SHOW_MAX = 40
 
 PlanFrame = tuple[int, int]  # (module index, return-address offset)
 
@@ -66,6 +79,8 @@ class Plan:
     rest_max_size: int = 0
     # 8: the groups' objects whose size is an odd multiple of 8 may be 8-aligned (HALO 5)
     min_align: int = 16
+    # `recursion function`: rules were written over chains that keep one frame per function
+    recursion_function: bool = False
     modules: list[PlanModule] = field(default_factory=list)
     skips: list[str] = field(default_factory=list)
     groups: list[PlanGroup] = field(default_factory=list)
@@ -75,15 +90,36 @@ class Plan:
 
 
 class PlanError(ValueError):
-    """A plan file that the runtime would refuse; the message says where and why."""
+    """A plan file that the runtime would refuse; the message says where and why.
+
+    `reason` and `line` (0: the file as a whole) are what the runtime reports for the same
+    file: `runtime_message` gives its whole line."""
+
+    def __init__(self, message: str, reason: str | None = None, line: int = 0) -> None:
+        super().__init__(message)
+        self.reason = message if reason is None else reason
+        self.line = line
+
+    def runtime_message(self, path: str | Path) -> str:
+        where = f"plan {path} line {self.line}" if self.line else f"plan {path}"
+        return f"heaplayout: {where}: {self.reason}; running unoptimized"
 
 
 def format_frame(frame: PlanFrame) -> str:
     return f"{frame[0]}:0x{frame[1]:x}"
 
 
+def _nbytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text)
+
+
 def validate_plan(plan: Plan) -> None:
-    """Raise PlanError for anything docs/plan-format.md does not allow."""
+    """Raise PlanError for anything docs/plan-format.md does not allow (what the writer
+    writes, the reader reads back unchanged)."""
     if plan.version != PLAN_VERSION:
         raise PlanError(f"plan version {plan.version}: only version {PLAN_VERSION} exists")
     if plan.strategy not in STRATEGIES:
@@ -98,24 +134,34 @@ def validate_plan(plan: Plan) -> None:
         raise PlanError(f"rest {plan.rest!r}: expected one of {', '.join(RESTS)}")
     if plan.rest == "callsite" and not (0 < plan.rest_max_size <= MAX_OBJECT_SIZE):
         raise PlanError(f"rest callsite {plan.rest_max_size}: the size limit must be 1..{MAX_OBJECT_SIZE}")
-    if len(plan.modules) > MAX_MODULES or len(plan.skips) > MAX_SKIPS or len(plan.groups) > MAX_GROUPS:
-        raise PlanError(f"{len(plan.modules)} modules, {len(plan.skips)} skips, {len(plan.groups)} groups: the "
-                        f"runtime takes at most {MAX_MODULES}, {MAX_SKIPS} and {MAX_GROUPS}")
+    if plan.rest == "allocator" and plan.rest_max_size:
+        raise PlanError("rest allocator takes no size limit")
+    if (len(plan.modules) > MAX_MODULES or len(plan.skips) > MAX_SKIPS or len(plan.groups) > MAX_GROUPS
+            or len(plan.rules) > MAX_RULES):
+        raise PlanError(f"{len(plan.modules)} modules, {len(plan.skips)} skips, {len(plan.groups)} groups, "
+                        f"{len(plan.rules)} rules: the runtime takes at most {MAX_MODULES}, {MAX_SKIPS}, "
+                        f"{MAX_GROUPS} and {MAX_RULES}")
+    for c in plan.comments:
+        if _has_control(c):
+            raise PlanError(f"comment {c!r}: no control characters or newlines")
     for i, m in enumerate(plan.modules):
         if m.index != i:
             raise PlanError(f"module index {m.index}: module indexes must be 0, 1, 2, ... in order")
-        if m.build_id is not None and (not m.build_id or not _BUILD_ID.match(m.build_id) or m.build_id == "-"):
-            raise PlanError(f"module {m.index}: build-id {m.build_id!r} is not lowercase hex")
-        if not m.path or "\n" in m.path or m.path != m.path.strip():
-            raise PlanError(f"module {m.index}: bad path {m.path!r}")
+        if m.build_id is not None and not _BUILD_ID.fullmatch(m.build_id):
+            raise PlanError(f"module {m.index}: build-id {m.build_id!r} is not lowercase hex of 1 to "
+                            f"{MAX_BUILD_ID_BYTES} bytes")
+        if (not m.path or _has_control(m.path) or m.path != m.path.strip(" ") or "  " in m.path
+                or _nbytes(m.path) > MAX_PATH_BYTES):
+            raise PlanError(f"module {m.index}: bad path {m.path!r} (one line of at most {MAX_PATH_BYTES} bytes, "
+                            "single spaces, none at either end)")
     for s in plan.skips:
-        if not s or any(ch.isspace() for ch in s):
-            raise PlanError(f"skip {s!r}: must be one word")
+        if not s or " " in s or _has_control(s) or _nbytes(s) > MAX_SKIP_NAME_BYTES:
+            raise PlanError(f"skip {s!r}: must be one word of at most {MAX_SKIP_NAME_BYTES} bytes")
     for i, g in enumerate(plan.groups, start=1):
         if g.id != i:
             raise PlanError(f"group id {g.id}: group ids must be 1, 2, 3, ... in order")
-        if g.contexts < 0 or g.weight < 0:
-            raise PlanError(f"group {g.id}: negative count")
+        if not (0 <= g.contexts <= MAX_U64 and 0 <= g.weight <= MAX_U64):
+            raise PlanError(f"group {g.id}: counts must be 0..2^64-1")
     seen: dict[tuple[PlanFrame, ...], int] = {}
     for r in plan.rules:
         if not (0 <= r.group <= len(plan.groups)):
@@ -127,8 +173,8 @@ def validate_plan(plan: Plan) -> None:
         for m, off in r.frames:
             if not (0 <= m < len(plan.modules)):
                 raise PlanError(f"select {r.group} {format_frame((m, off))}: no module {m}")
-            if off < 0:
-                raise PlanError(f"select {r.group}: negative offset")
+            if not (0 <= off <= MAX_OFFSET):
+                raise PlanError(f"select {r.group}: offset {off:#x} out of range (at most {MAX_OFFSET:#x})")
         if r.frames in seen:
             raise PlanError(f"select {' '.join(map(format_frame, r.frames))}: chain given twice "
                             f"(groups {seen[r.frames]} and {r.group})")
@@ -146,6 +192,8 @@ def plan_text(plan: Plan) -> str:
         lines.append(f"min_align {plan.min_align}")
     if plan.rest == "callsite":
         lines.append(f"rest callsite {plan.rest_max_size}")
+    if plan.recursion_function:
+        lines.append("recursion function")
     lines += [f"module {m.index} {m.build_id or '-'} {m.path}" for m in plan.modules]
     lines += [f"skip {s}" for s in plan.skips]
     lines += [f"group {g.id} {g.contexts} {g.weight}{' packed' if g.packed else ''}" for g in plan.groups]
@@ -163,144 +211,289 @@ def write_plan(plan: Plan, path: str | Path) -> None:
     tmp.replace(path)
 
 
-def _number(text: str, what: str) -> int:
-    try:
-        return int(text, 16) if text.lower().startswith("0x") else int(text, 10)
-    except ValueError:
-        raise PlanError(f"{what}: {text!r} is not a number") from None
+# ---- the reader: runtime/src/plan_parse.c, check for check ---------------------------------
+
+class _Refused(Exception):
+    """A check failed: the line (0: the whole file) and the reason, as the runtime gives them."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line = line
+        self.reason = reason
 
 
-def _frame(text: str) -> PlanFrame:
-    """'module:offset': the module index in decimal, the offset always hex, '0x' optional
-    (as the runtime parses it; the writer always writes '0x')."""
-    module, sep, offset = text.partition(":")
-    if not sep or not offset:
-        raise PlanError(f"frame {text!r}: expected module:0xOFFSET")
-    digits = offset[2:] if offset.lower().startswith("0x") else offset
-    try:
-        value = int(digits, 16)
-    except ValueError:
-        raise PlanError(f"frame offset: {offset!r} is not hex") from None
-    if digits.startswith(("+", "-")) or "_" in digits:
-        raise PlanError(f"frame offset: {offset!r} is not hex")
-    return _number(module, "frame module"), value
+def _show(text: str) -> str:
+    """A field as messages quote it: itself when short printable ASCII, else its length."""
+    n = _nbytes(text)
+    if 1 <= n <= _SHOW_MAX and all(0x20 < ord(ch) < 0x7F for ch in text):
+        return text
+    return f"({n} bytes)"
 
 
-def parse_plan(text: str, name: str = "<plan>") -> Plan:
-    """Parse and validate plan text; every error names the file and line."""
-    plan: Plan | None = None
-    last = -1  # index in _ORDER of the previous record
-    ended = False
-    lines = text.split("\n")
-    if text and not text.endswith("\n"):
-        raise PlanError(f"{name}: truncated (the last line has no newline)")
-    for lineno, raw in enumerate(lines[:-1] if text.endswith("\n") else lines, start=1):
-        where = f"{name}:{lineno}"
-        line = raw.rstrip("\r")
-        if lineno == 1 and line.split(" ")[0] != PLAN_MAGIC:
-            raise PlanError(f"{where}: not a plan (the first line must be '{PLAN_MAGIC} {PLAN_VERSION}')")
-        if line.startswith("#"):
-            if plan is not None:
-                plan.comments.append(line[1:].strip())
-            continue
-        if not line.strip():
-            continue
-        if ended:
-            raise PlanError(f"{where}: text after 'end'")
-        if line != line.strip() or "  " in line:
-            raise PlanError(f"{where}: fields must be separated by single spaces: {line!r}")
-        kind, _, rest = line.partition(" ")
-        fields = rest.split(" ") if rest else []
-        if kind not in _ORDER:
-            raise PlanError(f"{where}: unknown record {kind!r}")
-        pos = _ORDER.index(kind)
-        if plan is None and kind != PLAN_MAGIC:
-            raise PlanError(f"{where}: not a plan (the first line must be '{PLAN_MAGIC} {PLAN_VERSION}')")
-        if pos < last or (pos == last and kind not in _REPEATABLE):
-            raise PlanError(f"{where}: record {kind!r} out of order (order: {', '.join(_ORDER)})")
-        skippable = _REPEATABLE | _OPTIONAL
-        if pos > last + 1 and any(_ORDER[i] not in skippable for i in range(last + 1, pos)):
-            missing = next(_ORDER[i] for i in range(last + 1, pos) if _ORDER[i] not in skippable)
-            raise PlanError(f"{where}: record {missing!r} missing before {kind!r}")
-        last = pos
-        try:
-            if kind == PLAN_MAGIC:
-                if fields != [str(PLAN_VERSION)]:
-                    raise PlanError(f"{where}: plan version {' '.join(fields) or '(none)'}; "
-                                    f"this reader knows version {PLAN_VERSION}")
-                plan = Plan(strategy="halo")
-            elif plan is None:
-                raise AssertionError("unreachable: order check")
-            elif kind == "strategy":
-                _arity(fields, 1, where, kind)
-                plan.strategy = fields[0]
-            elif kind == "chunk_size":
-                _arity(fields, 1, where, kind)
-                plan.chunk_size = _number(fields[0], f"{where}: chunk_size")
-            elif kind == "max_object_size":
-                _arity(fields, 1, where, kind)
-                plan.max_object_size = _number(fields[0], f"{where}: max_object_size")
-            elif kind == "min_align":
-                _arity(fields, 1, where, kind)
-                plan.min_align = _number(fields[0], f"{where}: min_align")
-            elif kind == "rest":
-                if fields == ["allocator"]:
-                    plan.rest, plan.rest_max_size = "allocator", 0
-                elif len(fields) == 2 and fields[0] == "callsite":
-                    plan.rest, plan.rest_max_size = "callsite", _number(fields[1], f"{where}: rest callsite")
-                else:
-                    raise PlanError(f"{where}: rest is 'allocator' or 'callsite MAX_SIZE', got {rest!r}")
-            elif kind == "module":
-                if len(fields) < 3:
-                    raise PlanError(f"{where}: module needs index, build-id and path")
-                build_id = None if fields[1] == "-" else fields[1]
-                # the path is the rest of the line: it may contain spaces
-                plan.modules.append(PlanModule(_number(fields[0], f"{where}: module index"), build_id,
-                                               rest.split(" ", 2)[2]))
-            elif kind == "skip":
-                _arity(fields, 1, where, kind)
-                plan.skips.append(fields[0])
-            elif kind == "group":
-                packed = len(fields) == 4 and fields[3] == "packed"
-                if packed:
-                    fields = fields[:3]
-                _arity(fields, 3, where, kind)
-                plan.groups.append(PlanGroup(*(_number(f, f"{where}: group") for f in fields), packed=packed))
-            elif kind == "select":
-                if len(fields) < 2:
-                    raise PlanError(f"{where}: select needs a group and at least one frame")
-                plan.rules.append(SelectRule(_number(fields[0], f"{where}: select group"),
-                                             tuple(_frame(f) for f in fields[1:])))
-            elif kind == "end":
-                _arity(fields, 0, where, kind)
-                ended = True
-        except PlanError as err:
-            msg = str(err)
-            raise PlanError(msg if msg.startswith(name) else f"{where}: {msg}") from None
-    if plan is None:
-        raise PlanError(f"{name}: empty file, not a plan")
-    if not ended:
-        raise PlanError(f"{name}: truncated (no 'end' record)")
-    try:
-        validate_plan(plan)
-    except PlanError as err:
-        raise PlanError(f"{name}: {err}") from None
-    return plan
+def _number(text: str) -> int | None:
+    """Decimal, or hex written 0x...; None when not a number; a value past 2^64 - 1 comes back
+    as MAX_U64 + 1 (out of every field's range)."""
+    if not _NUMBER.fullmatch(text):
+        return None
+    if text[:2] in ("0x", "0X"):
+        return min(int(text[2:], 16), MAX_U64 + 1)
+    digits = text.lstrip("0") or "0"
+    return MAX_U64 + 1 if len(digits) > 20 else min(int(digits), MAX_U64 + 1)
 
 
-def _arity(fields: list[str], n: int, where: str, kind: str) -> None:
+def _hex_offset(text: str) -> int | None:
+    if len(text) > 2 and text[:2] in ("0x", "0X"):
+        text = text[2:]
+    if not _HEX.fullmatch(text):
+        return None
+    return min(int(text, 16), MAX_U64 + 1)
+
+
+def _bounded(line: int, what: str, text: str, lo: int, hi: int, allowed: str) -> int:
+    value = _number(text)
+    if value is None:
+        raise _Refused(line, f"{what}: '{_show(text)}' is not a number")
+    if not lo <= value <= hi:
+        raise _Refused(line, f"{what} {_show(text)}: {allowed}")
+    return value
+
+
+def _arity(line: int, kind: str, fields: list[str], n: int) -> None:
     if len(fields) != n:
-        raise PlanError(f"{where}: {kind} takes {n} field{'s' if n != 1 else ''}, got {len(fields)}")
+        raise _Refused(line, f"{kind} takes {n} field{'' if n == 1 else 's'}, got {len(fields)}")
 
 
-def read_plan(path: str | Path) -> Plan:
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise PlanError(f"{path}: cannot read: {err.strerror or err}") from None
+def _select(line: int, rest: str, plan: Plan) -> SelectRule:
+    fields = rest.split(" ") if rest else []
+    if len(fields) < 2:
+        raise _Refused(line, "select needs a group and at least one frame")
+    group = _number(fields[0])
+    if group is None:
+        raise _Refused(line, f"select group: '{_show(fields[0])}' is not a number")
+    if group > len(plan.groups):
+        raise _Refused(line, f"select {_show(fields[0])}: no such group (groups are 1..{len(plan.groups)}, "
+                       "0 = ungrouped)")
+    if len(fields) - 1 > MAX_RULE_FRAMES:
+        raise _Refused(line, f"select has {len(fields) - 1} frames, the runtime takes at most {MAX_RULE_FRAMES}")
+    if len(plan.rules) == MAX_RULES:
+        raise _Refused(line, f"too many select records (the runtime takes at most {MAX_RULES})")
+    frames = []
+    for text in fields[1:]:
+        module_text, colon, offset_text = text.partition(":")
+        if not colon or not offset_text:
+            raise _Refused(line, f"frame '{_show(text)}': expected module:0xOFFSET")
+        module = _number(module_text)
+        if module is None:
+            raise _Refused(line, f"frame module: '{_show(module_text)}' is not a number")
+        if module >= len(plan.modules):
+            raise _Refused(line, f"select frame {_show(text)}: no module {_show(module_text)}")
+        offset = _hex_offset(offset_text)
+        if offset is None:
+            raise _Refused(line, f"frame offset: '{_show(offset_text)}' is not hex")
+        if offset > MAX_OFFSET:
+            raise _Refused(line, f"frame offset {_show(offset_text)}: out of range (at most {MAX_OFFSET:#x})")
+        frames.append((module, offset))
+    return SelectRule(group, tuple(frames))
+
+
+def _record(line: int, kind: str, rest: str, plan: Plan) -> None:
+    fields = rest.split(" ") if rest else []
+    if kind == "strategy":
+        _arity(line, kind, fields, 1)
+        if fields[0] not in STRATEGIES:
+            raise _Refused(line, f"strategy '{_show(fields[0])}': expected one of {', '.join(STRATEGIES)}")
+        plan.strategy = fields[0]
+    elif kind == "chunk_size":
+        _arity(line, kind, fields, 1)
+        pow2 = "must be a power of two from 256K to 64M"
+        plan.chunk_size = _bounded(line, "chunk_size", fields[0], MIN_CHUNK, MAX_CHUNK, pow2)
+        if plan.chunk_size & (plan.chunk_size - 1):
+            raise _Refused(line, f"chunk_size {_show(fields[0])}: {pow2}")
+    elif kind == "max_object_size":
+        _arity(line, kind, fields, 1)
+        plan.max_object_size = _bounded(line, "max_object_size", fields[0], 1, MAX_OBJECT_SIZE,
+                                        f"must be 1..{MAX_OBJECT_SIZE}")
+    elif kind == "min_align":
+        _arity(line, kind, fields, 1)
+        plan.min_align = _bounded(line, "min_align", fields[0], 8, 16, "must be 8 or 16")
+        if plan.min_align not in (8, 16):
+            raise _Refused(line, f"min_align {_show(fields[0])}: must be 8 or 16")
+    elif kind == "rest":
+        if fields == ["allocator"]:
+            plan.rest, plan.rest_max_size = "allocator", 0
+            return
+        if len(fields) != 2 or fields[0] != "callsite":
+            raise _Refused(line, "rest is 'allocator' or 'callsite MAX_SIZE'")
+        plan.rest = "callsite"
+        plan.rest_max_size = _bounded(line, "rest callsite", fields[1], 1, MAX_OBJECT_SIZE,
+                                      f"the size limit must be 1..{MAX_OBJECT_SIZE}")
+    elif kind == "recursion":
+        _arity(line, kind, fields, 1)
+        if fields[0] != "function":
+            raise _Refused(line, f"recursion '{_show(fields[0])}': expected function")
+        plan.recursion_function = True
+    elif kind == "module":
+        if len(fields) < 3:
+            raise _Refused(line, "module needs index, build-id and path")
+        n = len(plan.modules)
+        _bounded(line, "module index", fields[0], n, n, "module indexes must be 0, 1, 2, ... in order")
+        if n == MAX_MODULES:
+            raise _Refused(line, f"too many modules (the runtime takes at most {MAX_MODULES})")
+        if fields[1] != "-" and not _BUILD_ID.fullmatch(fields[1]):
+            raise _Refused(line, f"module {n}: build-id is not lowercase hex of 1 to {MAX_BUILD_ID_BYTES} bytes")
+        path = rest.split(" ", 2)[2]  # the rest of the line: it may hold single spaces
+        if _nbytes(path) > MAX_PATH_BYTES:
+            raise _Refused(line, f"module {n}: path longer than {MAX_PATH_BYTES} bytes")
+        plan.modules.append(PlanModule(n, None if fields[1] == "-" else fields[1], path))
+    elif kind == "skip":
+        _arity(line, kind, fields, 1)
+        if _nbytes(fields[0]) > MAX_SKIP_NAME_BYTES:
+            raise _Refused(line, f"skip name longer than {MAX_SKIP_NAME_BYTES} bytes")
+        if len(plan.skips) == MAX_SKIPS:
+            raise _Refused(line, f"too many skip records (the runtime takes at most {MAX_SKIPS})")
+        plan.skips.append(fields[0])
+    elif kind == "group":
+        packed = len(fields) == 4 and fields[3] == "packed"
+        if len(fields) == 4 and not packed:
+            raise _Refused(line, "group: the fourth field may only be 'packed'")
+        if len(fields) not in (3, 4):
+            raise _Refused(line, f"group takes 3 fields (and an optional 'packed'), got {len(fields)}")
+        n = len(plan.groups) + 1
+        _bounded(line, "group id", fields[0], n, n, "group ids must be 1, 2, 3, ... in order")
+        if n > MAX_GROUPS:
+            raise _Refused(line, f"too many groups (the runtime takes at most {MAX_GROUPS})")
+        contexts = _bounded(line, "group contexts", fields[1], 0, MAX_U64, "out of range")
+        weight = _bounded(line, "group weight", fields[2], 0, MAX_U64, "out of range")
+        plan.groups.append(PlanGroup(n, contexts, weight, packed))
+    elif kind == "select":
+        plan.rules.append(_select(line, rest, plan))
+    elif kind == "end":
+        _arity(line, kind, fields, 0)
+
+
+def _parse(data: bytes, plan: Plan) -> None:
+    if not data:
+        raise _Refused(0, "empty file, not a plan")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise PlanError(f"{path}: not UTF-8 text (byte {err.start})") from None
-    return parse_plan(text, str(path))
+        raise _Refused(0, f"not UTF-8 text (byte {err.start})") from None
+    if not text.endswith("\n"):
+        raise _Refused(0, "truncated (the last line has no newline)")
+    last, ended = -1, False
+    rule_lines: dict[tuple[PlanFrame, ...], int] = {}
+    repeat: tuple[int, int] | None = None  # (line, first line) of the first chain given twice
+    for lineno, line in enumerate(text.split("\n")[:-1], start=1):
+        for ch in line:
+            if ch == "\r":
+                raise _Refused(lineno, "carriage return in the line (the plan must have LF line ends)")
+            if ord(ch) < 0x20 or ord(ch) == 0x7F:
+                raise _Refused(lineno, f"control character 0x{ord(ch):02x} in the line")
+        if lineno == 1:
+            if line == f"{PLAN_MAGIC} {PLAN_VERSION}":
+                last = 0
+                continue
+            if len(line) > 16 and line.startswith(PLAN_MAGIC + " "):
+                raise _Refused(1, f"plan version {_show(line[16:])}: this reader knows version {PLAN_VERSION}")
+            raise _Refused(1, f"not a plan (the first line must be '{PLAN_MAGIC} {PLAN_VERSION}')")
+        if not line or line.startswith("#"):
+            if line:
+                plan.comments.append(line[2:] if line.startswith("# ") else line[1:])
+            continue
+        if ended:
+            raise _Refused(lineno, "text after 'end'")
+        if line.startswith(" ") or line.endswith(" ") or "  " in line:
+            raise _Refused(lineno, "fields must be separated by single spaces")
+        kind, _, rest = line.partition(" ")
+        if kind not in _ORDER:
+            raise _Refused(lineno, f"unknown record '{_show(kind)}'")
+        pos = _ORDER.index(kind)
+        if pos < last or (pos == last and kind not in _REPEATABLE):
+            raise _Refused(lineno, f"record '{kind}' out of order (order: {', '.join(_ORDER)})")
+        for k in range(last + 1, pos):
+            if _ORDER[k] not in _REPEATABLE | _OPTIONAL:
+                raise _Refused(lineno, f"record '{_ORDER[k]}' missing before '{kind}'")
+        last = pos
+        _record(lineno, kind, rest, plan)
+        if kind == "select":
+            chain = plan.rules[-1].frames
+            if chain in rule_lines and repeat is None:
+                repeat = (lineno, rule_lines[chain])
+            rule_lines.setdefault(chain, lineno)
+        if kind == "end":
+            ended = True
+    if not ended:
+        raise _Refused(0, "truncated (no 'end' record)")
+    if repeat is not None:
+        raise _Refused(repeat[0], f"select chain given twice (first on line {repeat[1]})")
+
+
+def parse_plan_bytes(data: bytes, name: str = "<plan>") -> Plan:
+    """Parse and check the bytes of a plan file as the runtime does; PlanError names the file,
+    the line (when there is one) and the reason."""
+    plan = Plan(strategy="halo")
+    try:
+        _parse(data, plan)
+    except _Refused as err:
+        where = f"{name}:{err.line}" if err.line else name
+        raise PlanError(f"{where}: {err.reason}", err.reason, err.line) from None
+    return plan
+
+
+def parse_plan(text: str | bytes, name: str = "<plan>") -> Plan:
+    """Parse plan text (str is taken as its UTF-8 bytes); every error names the file and line."""
+    if isinstance(text, str):
+        try:
+            text = text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise PlanError(f"{name}: not UTF-8 text (character {err.start})", "not UTF-8 text") from None
+    return parse_plan_bytes(text, name)
+
+
+def plan_file_problem(path: str | Path) -> str | None:
+    """Why the runtime could not read `path` as a plan file (it opens it without blocking and
+    takes regular files only), or None. The same words as the runtime's message."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return f"cannot read the file: cannot open it: {err.strerror or err}"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a plan file"
+    if stat.S_ISFIFO(st.st_mode):
+        return "is a pipe or FIFO, not a regular file (process substitution <(...) gives a pipe): give the plan as a file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    return None
+
+
+def read_plan(path: str | Path) -> Plan:
+    """Read and check a plan file as the runtime does (a FIFO or directory is refused, never
+    waited on)."""
+    path = Path(path)
+    problem = plan_file_problem(path)
+    if problem is not None:
+        raise PlanError(f"{path}: {problem}", problem)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the check above
+                raise PlanError(f"{path}: is not a regular file", "is not a regular file")
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        problem = f"cannot read the file: cannot open it: {err.strerror or err}"
+        raise PlanError(f"{path}: {problem}", problem) from None
+    return parse_plan_bytes(b"".join(chunks), str(path))
+
+
+def plan_refusal(path: str | Path) -> str | None:
+    """What the runtime would say before refusing the plan file at `path` (without its
+    "heaplayout: " and "; running unoptimized"), or None when it would take the plan."""
+    try:
+        read_plan(path)
+    except PlanError as err:
+        return f"plan {path} line {err.line}: {err.reason}" if err.line else f"plan {path}: {err.reason}"
+    return None

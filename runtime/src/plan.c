@@ -1,71 +1,103 @@
 /* The `plan` policy: groups from a profile-guided plan file (docs/plan-format.md).
  *
- * At start the plan is read (without malloc: the file is mapped and parsed in place into
- * internal metadata), its modules are matched to the loaded ones by GNU build-id, and its
- * identification rules are turned into a table keyed by the absolute address of each
- * rule's first frame. Identifying an allocation costs one table probe when its return
- * address decides the group (most sites); otherwise as many further frames are walked as
- * the longest rule for that address needs, with the cached CFI unwinder. Any problem with
- * the plan refuses it as a whole: one message, and the program runs unoptimized. */
+ * At start the plan file is mapped and parsed without malloc (plan_parse.c, the grammar),
+ * its modules are matched to the loaded ones by GNU build-id, and its identification rules
+ * are turned into a table keyed by the absolute address of each rule's first frame.
+ * Identifying an allocation costs one table probe when its return address decides the
+ * group (most sites); otherwise as many further frames are walked as the longest rule for
+ * that address needs, with the cached CFI unwinder. A problem with the plan itself refuses
+ * it as a whole: one message, and the program runs unoptimized.
+ *
+ * A module of the plan that is not loaded at start (a plugin, a Python extension: dlopen)
+ * is pending. Its rules wait until a return address shows up that lies in no module
+ * known at the last scan of the loaded objects, on a slow path only (the per-thread caches
+ * answer repeats); the objects are then scanned again if their count changed, and a new
+ * rule table with the module's rules is published with one atomic store. Readers on other
+ * threads keep using the table they loaded: tables are never freed (at most one per plan
+ * module). Rules whose first frame is in a loaded module but that name a pending module
+ * further out are in the table from the start with those frames dormant (matching nothing),
+ * so the first frame's site is walked and the walk wakes them (site_awake). */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sched.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "plan_parse.h"
 
-#define MAX_PLAN_MODULES 64
-#define MAX_SKIP 32
-#define MAX_RULE_FRAMES 16
+#define MAX_RULE_FRAMES HL_PLAN_MAX_RULE_FRAMES
+#define MAX_SKIP_RANGES 64     /* loaded objects whose frames walks pass over */
+#define MAX_KNOWN_MODULES 512  /* loaded objects remembered by the last scan */
+#define DORMANT_FRAME ((uintptr_t)0) /* a frame in a module not loaded: no return address is 0 */
+
+_Static_assert(HL_PLAN_MAX_GROUPS == HL_MAX_POOLS - HL_POOL_FIRST_DYNAMIC, "a pool id for every group");
 
 typedef struct plan_rule {
   uint16_t group;  /* 0: ungrouped (a longer chain that must not be grouped) */
   uint8_t nframes;
-  uintptr_t frames[MAX_RULE_FRAMES];
+  uintptr_t frames[MAX_RULE_FRAMES]; /* absolute return addresses, or DORMANT_FRAME */
 } plan_rule;
 
 typedef struct site_entry {
-  uintptr_t pc;         /* first frame; 0 empty */
-  uint32_t first, count; /* rules with this first frame, longest first */
-  uint8_t depth;        /* frames the longest of them needs */
-  uint16_t group;       /* when depth == 1: the group */
+  uintptr_t pc;            /* first frame; 0 empty */
+  const plan_rule *rules;  /* the rules with this first frame, longest first */
+  uint32_t count;
+  uint8_t depth;           /* frames the longest of them needs */
+  uint8_t pending;         /* some of them have dormant frames (of a pending module) */
+  uint16_t group;          /* when depth == 1: the group */
 } site_entry;
 
-typedef struct loaded_module {
-  uintptr_t bias, lo, hi;
-  char path[512];
-  uint8_t build_id[64];
-  uint32_t build_id_len;
-} loaded_module;
+/* The active rules: replaced whole (never changed in place) when a pending module appears. */
+typedef struct rule_table {
+  const site_entry *sites;
+  uint32_t site_mask;
+  uint32_t nrules;
+  const plan_rule *rules;
+} rule_table;
 
 static struct {
   uint32_t ngroups;
   uint16_t group_pool[HL_MAX_POOLS]; /* group id -> pool id */
   uint8_t group_packed[HL_MAX_POOLS]; /* group id -> packed (size_class.c) */
   uint32_t min_align;                 /* 8 or 16 */
-  plan_rule *rules;
-  uint32_t nrules;
-  site_entry *sites;
-  uint32_t site_mask;
-  uintptr_t skip_lo[MAX_SKIP + 1], skip_hi[MAX_SKIP + 1];
-  int nskip;
+  _Atomic(const rule_table *) table;
+  _Atomic(uint32_t) npending;         /* plan modules not loaded yet */
+  uintptr_t skip_lo[MAX_SKIP_RANGES], skip_hi[MAX_SKIP_RANGES];
+  _Atomic(int) nskip;                 /* appended to when a skipped module appears */
   size_t max_object_size, chunk_size;
   uint32_t rest_max_size; /* rest callsite: ungrouped objects up to this size get site pools */
   char strategy[32];
 } plan;
 
-/* ---- the loaded modules ---- */
+/* ---- the plan's modules ---- */
 
-typedef struct module_scan {
-  loaded_module *mods;
-  int n, cap;
-} module_scan;
+enum module_state { MOD_PENDING, MOD_LOADED, MOD_REFUSED };
 
-static void read_build_id(const struct dl_phdr_info *info, loaded_module *m) {
+static struct {
+  hl_plan_spec spec;                      /* as parsed; kept for pending modules */
+  const hl_plan_rule_spec *rules;         /* every rule, unresolved */
+  uintptr_t bias[HL_PLAN_MAX_MODULES];    /* load address, once loaded */
+  uint8_t state[HL_PLAN_MAX_MODULES];
+  const char *path;                       /* the plan file, for messages; NULL: no plan loaded */
+  int loaded_at_start;                    /* some module matched at start */
+  int seen;                               /* some module was ever found (loaded or refused) */
+  unsigned long long adds;                /* dlpi_adds at the last scan */
+  _Atomic(pid_t) scanning;                /* pid of the process whose thread scans; 0 idle */
+  /* [lo, hi) of every object at the last scan, under a sequence count (odd: being written) */
+  _Atomic(unsigned) known_seq;
+  _Atomic(int) nknown;
+  _Atomic(uintptr_t) known_lo[MAX_KNOWN_MODULES], known_hi[MAX_KNOWN_MODULES];
+} mods;
+
+static void read_build_id(const struct dl_phdr_info *info, uint8_t *id, uint32_t cap, uint32_t *len) {
+  *len = 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_NOTE) continue;
@@ -74,45 +106,14 @@ static void read_build_id(const struct dl_phdr_info *info, loaded_module *m) {
       const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
       const uint8_t *name = p + sizeof *nh, *desc = name + ((nh->n_namesz + 3) & ~3u);
       if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
-          nh->n_descsz <= sizeof m->build_id) {
-        memcpy(m->build_id, desc, nh->n_descsz);
-        m->build_id_len = nh->n_descsz;
+          nh->n_descsz <= cap) {
+        memcpy(id, desc, nh->n_descsz);
+        *len = nh->n_descsz;
         return;
       }
       p = desc + ((nh->n_descsz + 3) & ~3u);
     }
   }
-}
-
-static int scan_module(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  module_scan *s = arg;
-  if (s->n >= s->cap) return 1;
-  loaded_module *m = &s->mods[s->n];
-  memset(m, 0, sizeof *m);
-  m->bias = info->dlpi_addr;
-  m->lo = UINTPTR_MAX;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-    if (a < m->lo) m->lo = a;
-    if (a + ph->p_memsz > m->hi) m->hi = a + ph->p_memsz;
-  }
-  if (m->hi <= m->lo) return 0;
-  const char *name = info->dlpi_name;
-  if (name == NULL || name[0] == '\0') { /* the main program */
-    ssize_t n = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
-    m->path[n > 0 ? n : 0] = '\0';
-  } else {
-    size_t len = strlen(name);
-    if (len >= sizeof m->path) len = sizeof m->path - 1;
-    memcpy(m->path, name, len);
-    m->path[len] = '\0';
-  }
-  read_build_id(info, m);
-  s->n++;
-  return 0;
 }
 
 static const char *base_name(const char *path) {
@@ -122,85 +123,87 @@ static const char *base_name(const char *path) {
 
 static int is_skip_pc(uintptr_t pc);
 
-/* ---- parsing ---- */
-
-typedef struct cursor {
-  const char *p, *end;
-  int line;
-} cursor;
-
-/* Next line (without its newline) into [*s, *e); skips blanks and # comments. */
-static int next_line(cursor *c, const char **s, const char **e) {
-  while (c->p < c->end) {
-    const char *start = c->p, *nl = memchr(c->p, '\n', (size_t)(c->end - c->p));
-    const char *stop = nl ? nl : c->end;
-    c->p = nl ? nl + 1 : c->end;
-    c->line++;
-    if (stop == start || start[0] == '#') continue;
-    *s = start;
-    *e = stop;
-    return 1;
-  }
-  return 0;
-}
-
-/* Next space-separated field of [*s, e) into buf. */
-static int field(const char **s, const char *e, char *buf, size_t cap) {
-  while (*s < e && **s == ' ') (*s)++;
-  size_t n = 0;
-  while (*s < e && **s != ' ') {
-    if (n + 1 >= cap) return 0;
-    buf[n++] = *(*s)++;
-  }
-  buf[n] = '\0';
-  return n > 0;
-}
-
-static int parse_u64(const char *s, uint64_t *out) {
-  int base = 10;
-  if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s += 2;
-  }
-  if (!*s) return 0;
-  uint64_t v = 0;
-  for (; *s; s++) {
-    int d;
-    if (*s >= '0' && *s <= '9') d = *s - '0';
-    else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
-    else if (base == 16 && *s >= 'A' && *s <= 'F') d = *s - 'A' + 10;
-    else return 0;
-    v = v * (uint64_t)base + (uint64_t)d;
-  }
-  *out = v;
-  return 1;
-}
-
-static int parse_hex_bytes(const char *s, uint8_t *out, uint32_t cap, uint32_t *len) {
-  size_t n = strlen(s);
-  if (n % 2 || n / 2 > cap) return 0;
-  for (size_t i = 0; i < n; i += 2) {
-    uint64_t v;
-    char two[5] = {'0', 'x', s[i], s[i + 1], 0};
-    if (!parse_u64(two, &v)) return 0;
-    out[i / 2] = (uint8_t)v;
-  }
-  *len = (uint32_t)(n / 2);
-  return 1;
-}
-
-typedef struct plan_module {
-  uint8_t build_id[64];
-  uint32_t build_id_len;
-  char path[512];
-  uintptr_t bias; /* resolved */
-} plan_module;
-
-static int refuse(const char *path, int line, const char *why) {
-  if (line > 0) hl_message("plan %s line %d: %s; running unoptimized", path, line, why);
+static int refuse(const char *path, unsigned line, const char *why) {
+  if (line > 0) hl_message("plan %s line %u: %s; running unoptimized", path, line, why);
   else hl_message("plan %s: %s; running unoptimized", path, why);
   return 0;
 }
+
+/* What one scan of the loaded objects found for the plan's modules. */
+typedef struct scan_result {
+  uintptr_t by_id[HL_PLAN_MAX_MODULES];   /* bias of the object with the module's build-id */
+  uintptr_t by_name[HL_PLAN_MAX_MODULES]; /* bias of an object of the module's file name */
+  uint8_t has_id[HL_PLAN_MAX_MODULES], has_name[HL_PLAN_MAX_MODULES];
+  int nknown;
+} scan_result;
+
+static void add_skip_range(uintptr_t lo, uintptr_t hi) {
+  int n = atomic_load_explicit(&plan.nskip, memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    if (plan.skip_lo[i] == lo) return;
+  if (n == MAX_SKIP_RANGES) return;
+  plan.skip_lo[n] = lo;
+  plan.skip_hi[n] = hi;
+  atomic_store_explicit(&plan.nskip, n + 1, memory_order_release); /* readers see the range first */
+}
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  scan_result *s = arg;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) mods.adds = info->dlpi_adds;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < lo) lo = a;
+    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+  }
+  if (hi <= lo) return 0;
+  if (s->nknown < MAX_KNOWN_MODULES) {
+    atomic_store_explicit(&mods.known_lo[s->nknown], lo, memory_order_relaxed);
+    atomic_store_explicit(&mods.known_hi[s->nknown], hi, memory_order_relaxed);
+    s->nknown++;
+  }
+  char exe[512];
+  const char *name = info->dlpi_name;
+  if (name == NULL || name[0] == '\0') { /* the main program */
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    name = exe;
+  }
+  const char *file = base_name(name);
+  uint8_t id[HL_PLAN_MAX_BUILD_ID];
+  uint32_t id_len;
+  read_build_id(info, id, sizeof id, &id_len);
+  for (uint32_t i = 0; i < mods.spec.nmodules; i++) {
+    const hl_plan_module_spec *m = &mods.spec.modules[i];
+    if (m->build_id_len && id_len == m->build_id_len && memcmp(id, m->build_id, id_len) == 0) {
+      s->by_id[i] = info->dlpi_addr;
+      s->has_id[i] = 1;
+    }
+    if (strcmp(file, base_name(m->path)) == 0) {
+      s->by_name[i] = info->dlpi_addr;
+      s->has_name[i] = 1;
+    }
+  }
+  for (uint32_t i = 0; i < mods.spec.nskips; i++)
+    if (strcmp(file, mods.spec.skips[i]) == 0) add_skip_range(lo, hi);
+  if ((uintptr_t)hl_plan_load - lo < hi - lo) add_skip_range(lo, hi); /* our own library */
+  return 0;
+}
+
+/* Scan the loaded objects (the caller holds the scan lock, or is hl_plan_load). */
+static void scan_objects(scan_result *s) {
+  memset(s, 0, sizeof *s);
+  unsigned seq = atomic_load_explicit(&mods.known_seq, memory_order_relaxed) | 1u;
+  atomic_store_explicit(&mods.known_seq, seq, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  dl_iterate_phdr(scan_object, s);
+  atomic_store_explicit(&mods.nknown, s->nknown, memory_order_relaxed);
+  atomic_store_explicit(&mods.known_seq, seq + 1, memory_order_release);
+}
+
+/* ---- the rule table ---- */
 
 /* Shell sort of rules by (first frame, length descending): no malloc, no recursion. */
 static int rule_before(const plan_rule *a, const plan_rule *b) {
@@ -208,7 +211,7 @@ static int rule_before(const plan_rule *a, const plan_rule *b) {
   return a->nframes > b->nframes;
 }
 static void sort_rules(plan_rule *r, uint32_t n) {
-  static const uint32_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
+  static const uint32_t gaps[] = {88573, 29524, 9841, 3280, 1093, 364, 121, 40, 13, 4, 1};
   for (unsigned g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
     uint32_t gap = gaps[g];
     for (uint32_t i = gap; i < n; i++) {
@@ -222,203 +225,239 @@ static void sort_rules(plan_rule *r, uint32_t n) {
 
 static uint32_t site_hash(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 32); }
 
-static int build_index(void) {
-  uint32_t distinct = 0;
-  for (uint32_t i = 0; i < plan.nrules; i++) distinct += i == 0 || plan.rules[i].frames[0] != plan.rules[i - 1].frames[0];
-  uint32_t slots = 16;
-  while (slots < distinct * 2) slots <<= 1;
-  plan.sites = hl_meta_alloc(sizeof(site_entry) * slots);
-  if (plan.sites == NULL) return 0;
-  plan.site_mask = slots - 1;
-  for (uint32_t i = 0; i < plan.nrules;) {
-    uint32_t j = i;
-    while (j < plan.nrules && plan.rules[j].frames[0] == plan.rules[i].frames[0]) j++;
-    uint32_t h = site_hash(plan.rules[i].frames[0]) & plan.site_mask;
-    while (plan.sites[h].pc) h = (h + 1) & plan.site_mask;
-    site_entry *e = &plan.sites[h];
-    e->pc = plan.rules[i].frames[0];
-    e->first = i;
-    e->count = j - i;
-    e->depth = plan.rules[i].nframes; /* longest first */
-    e->group = plan.rules[j - 1].nframes == 1 ? plan.rules[j - 1].group : 0;
-    i = j;
+static inline const site_entry *site_lookup(const rule_table *t, uintptr_t pc) {
+  uint32_t h = site_hash(pc) & t->site_mask;
+  for (;;) {
+    const site_entry *e = &t->sites[h];
+    if (e->pc == pc) return e;
+    if (e->pc == 0) return NULL;
+    h = (h + 1) & t->site_mask;
   }
-  return 1;
 }
 
-int hl_plan_load(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return refuse(path, 0, "cannot open the file");
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size == 0) {
-    close(fd);
-    return refuse(path, 0, "the file is empty");
+/* A table of the rules whose first frame is in a loaded module; frames in pending (or
+ * refused) modules are dormant. NULL when metadata cannot be had. */
+static const rule_table *build_table(void) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < mods.spec.nrules; i++) n += mods.state[hl_plan_frame_module(mods.rules[i].frames[0])] == MOD_LOADED;
+  rule_table *t = hl_meta_alloc(sizeof *t);
+  plan_rule *rules = hl_meta_alloc(sizeof(plan_rule) * (n ? n : 1));
+  uint32_t slots = 16;
+  while (slots < n * 2) slots <<= 1;
+  site_entry *sites = hl_meta_alloc(sizeof(site_entry) * slots);
+  if (t == NULL || rules == NULL || sites == NULL) return NULL;
+  uint8_t *pending = hl_meta_alloc(n ? n : 1);
+  if (pending == NULL) return NULL;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < mods.spec.nrules; i++) {
+    const hl_plan_rule_spec *s = &mods.rules[i];
+    if (mods.state[hl_plan_frame_module(s->frames[0])] != MOD_LOADED) continue;
+    plan_rule *r = &rules[k++];
+    r->group = s->group;
+    r->nframes = s->nframes;
+    for (unsigned f = 0; f < s->nframes; f++) {
+      uint32_t m = hl_plan_frame_module(s->frames[f]);
+      r->frames[f] = mods.state[m] == MOD_LOADED ? mods.bias[m] + (uintptr_t)hl_plan_frame_offset(s->frames[f])
+                                                  : DORMANT_FRAME;
+    }
   }
-  const char *text = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  sort_rules(rules, n);
+  for (uint32_t i = 0; i < n; i++) { /* which rules wait for a pending module */
+    pending[i] = 0;
+    for (uint32_t f = 1; f < rules[i].nframes; f++) pending[i] |= rules[i].frames[f] == DORMANT_FRAME;
+  }
+  uint32_t mask = slots - 1;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t j = i;
+    uint8_t waits = 0;
+    while (j < n && rules[j].frames[0] == rules[i].frames[0]) waits |= pending[j++];
+    uint32_t h = site_hash(rules[i].frames[0]) & mask;
+    while (sites[h].pc) h = (h + 1) & mask;
+    site_entry *e = &sites[h];
+    e->pc = rules[i].frames[0];
+    e->rules = &rules[i];
+    e->count = j - i;
+    e->depth = rules[i].nframes; /* longest first */
+    e->pending = waits && atomic_load_explicit(&plan.npending, memory_order_relaxed) > 0;
+    e->group = rules[j - 1].nframes == 1 ? rules[j - 1].group : 0;
+    i = j;
+  }
+  for (uint32_t i = 0; i < n; i++) /* name each pool by a site of its group */
+    if (rules[i].group && hl_pool_site(plan.group_pool[rules[i].group]) == 0)
+      hl_pool_set_site(plan.group_pool[rules[i].group], rules[i].frames[0]);
+  t->sites = sites;
+  t->site_mask = mask;
+  t->rules = rules;
+  t->nrules = n;
+  return t;
+}
+
+/* ---- pending modules ---- */
+
+static int pc_known(uintptr_t pc) {
+  for (;;) {
+    unsigned seq = atomic_load_explicit(&mods.known_seq, memory_order_acquire);
+    if (seq & 1) return 0; /* being rewritten: ask the loader */
+    int n = atomic_load_explicit(&mods.nknown, memory_order_relaxed), known = 0;
+    for (int i = 0; i < n && !known; i++) {
+      uintptr_t lo = atomic_load_explicit(&mods.known_lo[i], memory_order_relaxed);
+      known = pc - lo < atomic_load_explicit(&mods.known_hi[i], memory_order_relaxed) - lo;
+    }
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&mods.known_seq, memory_order_relaxed) == seq) return known;
+  }
+}
+
+/* The scan lock holds its holder's pid: a child forked while a thread of its parent
+ * scanned takes it over (that thread does not exist in the child). */
+static void scan_lock(void) {
+  pid_t me = getpid();
+  for (;;) {
+    pid_t holder = 0;
+    if (atomic_compare_exchange_weak(&mods.scanning, &holder, me)) return;
+    if (holder != me && holder != 0 && atomic_compare_exchange_strong(&mods.scanning, &holder, me)) return;
+    sched_yield();
+  }
+}
+static void scan_unlock(void) { atomic_store_explicit(&mods.scanning, 0, memory_order_release); }
+
+static int read_adds(struct dl_phdr_info *info, size_t size, void *arg) {
+  *(unsigned long long *)arg =
+      size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs ? info->dlpi_adds : ~0ull;
+  return 1; /* the first object tells: the count is the same in every one */
+}
+
+/* pc lies in no object known at the last scan: if objects were loaded since, scan again
+ * and activate the pending modules that appeared (a new table). */
+static void scan_for_pending(uintptr_t pc) {
+  if (pc_known(pc)) return;
+  scan_lock();
+  unsigned long long adds = ~0ull;
+  dl_iterate_phdr(read_adds, &adds);
+  if (atomic_load_explicit(&plan.npending, memory_order_relaxed) == 0 || (adds == mods.adds && adds != ~0ull)) {
+    scan_unlock();
+    return;
+  }
+  static scan_result s; /* under the lock */
+  scan_objects(&s);
+  int woke = 0;
+  uint32_t left = 0;
+  for (uint32_t i = 0; i < mods.spec.nmodules; i++) {
+    if (mods.state[i] != MOD_PENDING) continue;
+    const hl_plan_module_spec *m = &mods.spec.modules[i];
+    if (s.has_id[i] || (!m->build_id_len && s.has_name[i])) {
+      mods.bias[i] = s.has_id[i] ? s.by_id[i] : s.by_name[i];
+      mods.state[i] = MOD_LOADED;
+      mods.seen = woke = 1;
+    } else if (s.has_name[i]) { /* another build of it: its rules cannot be trusted */
+      mods.state[i] = MOD_REFUSED;
+      mods.seen = 1;
+      hl_message("plan %s: module %s was loaded but is another build (build-ids differ); its rules are not used",
+                 mods.path, m->path);
+    } else {
+      left++;
+    }
+  }
+  atomic_store_explicit(&plan.npending, left, memory_order_relaxed);
+  if (woke) {
+    const rule_table *t = build_table();
+    if (t != NULL) atomic_store_explicit(&plan.table, t, memory_order_release);
+  }
+  scan_unlock();
+}
+
+/* site_of's slow half: pc is the first frame of no rule while modules are pending. */
+static HL_NOINLINE const site_entry *site_after_scan(uintptr_t pc) {
+  const rule_table *before = atomic_load_explicit(&plan.table, memory_order_acquire);
+  scan_for_pending(pc);
+  const rule_table *after = atomic_load_explicit(&plan.table, memory_order_acquire);
+  return after != before ? site_lookup(after, pc) : NULL;
+}
+
+/* A walked site whose rules wait for a pending module, with the frames the walk found:
+ * when one of them lies in a module not known yet, that module may be the one; the entry
+ * of the same site in the table after the scan (same rules, frames resolved), else e. */
+static HL_NOINLINE const site_entry *site_awake(const site_entry *e, const uintptr_t *chain, unsigned n) {
+  if (atomic_load_explicit(&plan.npending, memory_order_relaxed) == 0) return e;
+  const rule_table *before = atomic_load_explicit(&plan.table, memory_order_acquire);
+  for (unsigned k = 1; k < n; k++)
+    if (!pc_known(chain[k])) {
+      scan_for_pending(chain[k]);
+      break;
+    }
+  const rule_table *after = atomic_load_explicit(&plan.table, memory_order_acquire);
+  const site_entry *w = after != before ? site_lookup(after, e->pc) : NULL;
+  return w ? w : e;
+}
+
+/* ---- loading ---- */
+
+int hl_plan_load(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* a FIFO must not block the program */
+  if (fd < 0) {
+    char why[160];
+    const char *desc = strerrordesc_np(errno);
+    hl_format(why, sizeof why, "cannot read the file: cannot open it: %s", desc ? desc : "error");
+    return refuse(path, 0, why);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int dir = S_ISDIR(st.st_mode), fifo = S_ISFIFO(st.st_mode);
+    close(fd);
+    return refuse(path, 0, dir ? "is a directory, not a plan file"
+                           : fifo ? "is a pipe or FIFO, not a regular file (process substitution <(...) gives a "
+                                    "pipe): give the plan as a file"
+                                  : "is not a regular file");
+  }
+  size_t len = (size_t)st.st_size;
+  const char *text = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : "";
   close(fd);
   if (text == MAP_FAILED) return refuse(path, 0, "cannot read the file");
 
   int ok = 0;
-  cursor c = {text, text + st.st_size, 0};
-  const char *s, *e;
-  char f[600];
-  plan_module *mods = hl_meta_alloc(sizeof(plan_module) * MAX_PLAN_MODULES);
-  char(*skips)[128] = hl_meta_alloc(128 * MAX_SKIP);
-  int nmods = 0, nskips = 0, ended = 0;
-  uint32_t cap_rules = 0;
-  plan.max_object_size = 4096;
-  plan.min_align = 16;
-  plan.rest_max_size = 0;
-  plan.chunk_size = hl_state.opt.chunk_size;
-
-  /* the rule count bounds the allocation: count select lines first */
-  for (const char *q = text; q < c.end; q++)
-    if ((q == text || q[-1] == '\n') && c.end - q > 7 && memcmp(q, "select ", 7) == 0) cap_rules++;
-  plan.rules = hl_meta_alloc(sizeof(plan_rule) * (cap_rules ? cap_rules : 1));
-  if (!mods || !skips || !plan.rules) goto out;
-
-  if (!next_line(&c, &s, &e) || !field(&s, e, f, sizeof f) || strcmp(f, "heaplayout-plan") != 0 ||
-      !field(&s, e, f, sizeof f) || strcmp(f, "1") != 0) {
-    refuse(path, c.line, "not a heaplayout plan of version 1");
+  hl_plan_spec *spec = &mods.spec;
+  hl_plan_error err;
+  hl_plan_rule_spec *rules = NULL;
+  /* count the rules, then parse again with room for them */
+  if (!hl_plan_parse(text, len, spec, NULL, 0, &err)) {
+    refuse(path, err.line, err.reason);
     goto out;
   }
-  while (next_line(&c, &s, &e)) {
-    if (ended) {
-      refuse(path, c.line, "text after 'end'");
-      goto out;
-    }
-    if (!field(&s, e, f, sizeof f)) continue;
-    uint64_t v;
-    if (strcmp(f, "strategy") == 0) {
-      if (!field(&s, e, plan.strategy, sizeof plan.strategy)) goto malformed;
-    } else if (strcmp(f, "chunk_size") == 0) {
-      if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v < HL_MIN_CHUNK_SIZE || v > HL_MAX_CHUNK_SIZE ||
-          (v & (v - 1)))
-        goto malformed;
-      plan.chunk_size = v;
-    } else if (strcmp(f, "max_object_size") == 0) {
-      if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v == 0 || v > HL_MAX_CLASS_SIZE) goto malformed;
-      plan.max_object_size = v;
-    } else if (strcmp(f, "min_align") == 0) {
-      if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || (v != 8 && v != 16)) goto malformed;
-      plan.min_align = (uint32_t)v;
-    } else if (strcmp(f, "rest") == 0) {
-      if (!field(&s, e, f, sizeof f)) goto malformed;
-      if (strcmp(f, "allocator") == 0) {
-        plan.rest_max_size = 0;
-      } else if (strcmp(f, "callsite") == 0) {
-        if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v == 0 || v > HL_MAX_CLASS_SIZE) goto malformed;
-        plan.rest_max_size = (uint32_t)v;
-      } else {
-        goto malformed;
-      }
-      if (field(&s, e, f, sizeof f)) goto malformed; /* nothing after it */
-    } else if (strcmp(f, "module") == 0) {
-      if (nmods == MAX_PLAN_MODULES) {
-        refuse(path, c.line, "too many modules");
-        goto out;
-      }
-      plan_module *m = &mods[nmods];
-      if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v != (uint64_t)nmods) goto malformed;
-      if (!field(&s, e, f, sizeof f)) goto malformed;
-      if (strcmp(f, "-") != 0 && !parse_hex_bytes(f, m->build_id, sizeof m->build_id, &m->build_id_len)) goto malformed;
-      while (s < e && *s == ' ') s++;
-      if (s >= e || (size_t)(e - s) >= sizeof m->path) goto malformed;
-      memcpy(m->path, s, (size_t)(e - s)); /* the path is the rest of the line */
-      m->path[e - s] = '\0';
-      nmods++;
-    } else if (strcmp(f, "skip") == 0) {
-      if (nskips == MAX_SKIP || !field(&s, e, skips[nskips], 128)) goto malformed;
-      nskips++;
-    } else if (strcmp(f, "group") == 0) {
-      if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v != plan.ngroups + 1 || v >= HL_MAX_POOLS) goto malformed;
-      plan.ngroups++;
-      /* contexts and weight are for reports; an optional last field packs the group */
-      if (field(&s, e, f, sizeof f) && field(&s, e, f, sizeof f) && field(&s, e, f, sizeof f)) {
-        if (strcmp(f, "packed") != 0) goto malformed;
-        plan.group_packed[v] = 1;
-      }
-    } else if (strcmp(f, "select") == 0) {
-      plan_rule *r = &plan.rules[plan.nrules];
-      if (!field(&s, e, f, sizeof f) || !parse_u64(f, &v) || v > plan.ngroups) goto malformed;
-      r->group = (uint16_t)v;
-      r->nframes = 0;
-      while (field(&s, e, f, sizeof f)) {
-        char *colon = strchr(f, ':');
-        uint64_t mi, off;
-        if (colon == NULL || r->nframes == MAX_RULE_FRAMES) goto malformed;
-        *colon = '\0';
-        if (!parse_u64(f, &mi) || mi >= (uint64_t)nmods) goto malformed;
-        char hex[40];
-        if (strlen(colon + 1) > 32) goto malformed;
-        hl_format(hex, sizeof hex, "0x%s", colon[1] == '0' && (colon[2] == 'x' || colon[2] == 'X') ? colon + 3 : colon + 1);
-        if (!parse_u64(hex, &off)) goto malformed;
-        r->frames[r->nframes++] = (uintptr_t)(mi << 48) | (uintptr_t)off; /* resolved below */
-      }
-      if (r->nframes == 0) goto malformed;
-      plan.nrules++;
-    } else if (strcmp(f, "end") == 0) {
-      ended = 1;
-    } else {
-      refuse(path, c.line, "unknown record");
-      goto out;
-    }
-    continue;
-  malformed:
-    refuse(path, c.line, "malformed record");
+  rules = hl_meta_alloc(sizeof(hl_plan_rule_spec) * (spec->nrules ? spec->nrules : 1));
+  if (rules == NULL || !hl_plan_parse(text, len, spec, rules, spec->nrules, &err)) {
+    refuse(path, err.line, rules ? err.reason : "no memory for its rules");
     goto out;
   }
-  if (!ended) {
-    refuse(path, 0, "no 'end' line: the plan is truncated");
-    goto out;
-  }
+  mods.rules = rules;
+  plan.ngroups = spec->ngroups;
+  memcpy(plan.group_packed, spec->group_packed, spec->ngroups + 1);
+  plan.max_object_size = spec->max_object_size;
+  plan.chunk_size = spec->chunk_size;
+  plan.min_align = spec->min_align;
+  plan.rest_max_size = spec->rest_max_size;
+  memcpy(plan.strategy, spec->strategy, sizeof spec->strategy);
 
   /* match the plan's modules to the loaded ones */
-  enum { MAX_LOADED = 512 };
-  loaded_module *loaded = hl_meta_alloc(sizeof(loaded_module) * MAX_LOADED);
-  if (loaded == NULL) goto out;
-  module_scan scan = {loaded, 0, MAX_LOADED};
-  dl_iterate_phdr(scan_module, &scan);
-  for (int i = 0; i < nmods; i++) {
-    plan_module *m = &mods[i];
-    int found = -1, same_path = -1;
-    for (int j = 0; j < scan.n; j++) {
-      if (m->build_id_len && loaded[j].build_id_len == m->build_id_len &&
-          memcmp(loaded[j].build_id, m->build_id, m->build_id_len) == 0)
-        found = j;
-      if (strcmp(base_name(loaded[j].path), base_name(m->path)) == 0) same_path = j;
-    }
-    if (found < 0 && !m->build_id_len) found = same_path;
-    if (found < 0) {
+  static scan_result s; /* hl_plan_load runs once, at start */
+  scan_objects(&s);
+  uint32_t pending = 0;
+  for (uint32_t i = 0; i < spec->nmodules; i++) {
+    const hl_plan_module_spec *m = &spec->modules[i];
+    if (s.has_id[i] || (!m->build_id_len && s.has_name[i])) {
+      mods.bias[i] = s.has_id[i] ? s.by_id[i] : s.by_name[i];
+      mods.state[i] = MOD_LOADED;
+      mods.loaded_at_start = mods.seen = 1;
+    } else if (s.has_name[i]) {
       char why[700];
-      hl_format(why, sizeof why,
-                same_path >= 0 ? "it was made for another build of %s (build-ids differ)"
-                               : "module %s is not loaded in this program",
-                m->path);
+      hl_format(why, sizeof why, "it was made for another build of %s (build-ids differ)", m->path);
       refuse(path, 0, why);
       goto out;
+    } else {
+      mods.state[i] = MOD_PENDING; /* may be loaded later (dlopen) */
+      pending++;
     }
-    m->bias = loaded[found].bias;
   }
-  for (int i = 0; i < nskips; i++)
-    for (int j = 0; j < scan.n && plan.nskip < MAX_SKIP; j++)
-      if (strcmp(base_name(loaded[j].path), skips[i]) == 0) {
-        plan.skip_lo[plan.nskip] = loaded[j].lo;
-        plan.skip_hi[plan.nskip++] = loaded[j].hi;
-      }
-  /* our own library is always skipped */
-  for (int j = 0; j < scan.n; j++)
-    if ((uintptr_t)hl_plan_load - loaded[j].lo < loaded[j].hi - loaded[j].lo) {
-      plan.skip_lo[plan.nskip] = loaded[j].lo;
-      plan.skip_hi[plan.nskip++] = loaded[j].hi;
-    }
-  for (uint32_t i = 0; i < plan.nrules; i++)
-    for (unsigned k = 0; k < plan.rules[i].nframes; k++) {
-      uintptr_t fr = plan.rules[i].frames[k];
-      plan.rules[i].frames[k] = mods[fr >> 48].bias + (fr & (((uintptr_t)1 << 48) - 1));
-    }
-  sort_rules(plan.rules, plan.nrules);
-  if (!build_index()) goto out;
+  atomic_store_explicit(&plan.npending, pending, memory_order_relaxed);
   for (uint32_t g = 1; g <= plan.ngroups; g++) {
     uint16_t id = hl_pool_id_new();
     if (id == 0) {
@@ -428,9 +467,12 @@ int hl_plan_load(const char *path) {
     plan.group_pool[g] = id;
     hl_pool_set_group(id, (uint16_t)g);
   }
-  for (uint32_t i = 0; i < plan.nrules; i++) /* name each pool by a site of its group */
-    if (plan.rules[i].group && hl_pool_site(plan.group_pool[plan.rules[i].group]) == 0)
-      hl_pool_set_site(plan.group_pool[plan.rules[i].group], plan.rules[i].frames[0]);
+  const rule_table *t = build_table();
+  if (t == NULL) {
+    refuse(path, 0, "no memory for its rules");
+    goto out;
+  }
+  atomic_store_explicit(&plan.table, t, memory_order_release);
   hl_unwind_refresh_modules();
   hl_unwind_set_skip(is_skip_pc);
   /* opt.max_size bounds every pool (checked first on malloc); site pools of the rest keep
@@ -440,10 +482,19 @@ int hl_plan_load(const char *path) {
                                                                                  : plan.rest_max_size);
   hl_state.opt.chunk_size = plan.chunk_size;
   if (hl_state.opt.min_align == 0) hl_state.opt.min_align = plan.min_align; /* the environment wins */
+  mods.path = path;
   ok = 1;
 out:
-  munmap((void *)text, (size_t)st.st_size);
+  if (len) munmap((void *)text, len);
   return ok;
+}
+
+/* A plan none of whose modules was ever loaded is for another program: said at exit,
+ * since a module loaded later (dlopen) would have made it this program's. */
+__attribute__((destructor)) static void report_unmatched(void) {
+  if (mods.path == NULL || mods.spec.nmodules == 0 || mods.seen) return;
+  hl_message("plan %s: none of its modules was loaded (module 0, %s, is not loaded in this program); "
+             "the program ran unoptimized", mods.path, mods.spec.modules[0].path);
 }
 
 /* ---- identification ---- */
@@ -455,13 +506,9 @@ static inline int in_skip(uintptr_t pc) {
 }
 
 static inline const site_entry *site_of(uintptr_t pc) {
-  uint32_t h = site_hash(pc) & plan.site_mask;
-  for (;;) {
-    const site_entry *e = &plan.sites[h];
-    if (e->pc == pc) return e;
-    if (e->pc == 0) return NULL;
-    h = (h + 1) & plan.site_mask;
-  }
+  const site_entry *e = site_lookup(atomic_load_explicit(&plan.table, memory_order_acquire), pc);
+  if (HL_UNLIKELY(e == NULL) && atomic_load_explicit(&plan.npending, memory_order_relaxed)) e = site_after_scan(pc);
+  return e;
 }
 
 static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
@@ -512,8 +559,9 @@ static uint16_t decide(hl_frame f, hl_trace *tr, unsigned *deciding) {
   unsigned n = hl_unwind_collect(&f, chain, e->depth, tr);
   uint16_t pool = 0;
   unsigned need = 1;
-  for (uint32_t i = e->first; i < e->first + e->count; i++) { /* longest first */
-    const plan_rule *r = &plan.rules[i];
+  if (HL_UNLIKELY(e->pending)) e = site_awake(e, chain, n); /* a dormant frame's module may have appeared */
+  for (uint32_t i = 0; i < e->count; i++) { /* longest first */
+    const plan_rule *r = &e->rules[i];
     unsigned k = 1;
     while (k < r->nframes && k < n && r->frames[k] == chain[k]) k++;
     unsigned rule_need = k < r->nframes ? k + 1 : r->nframes;

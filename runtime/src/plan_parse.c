@@ -1,0 +1,443 @@
+/* The plan file's grammar: see plan_parse.h. Every check here has its twin, in the same
+ * order and with the same message, in heaplayout/plan_format.py (parse_plan_bytes); the
+ * conformance cases in tests/data/plan_conformance/ hold both to it. */
+#define _GNU_SOURCE
+#include "plan_parse.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tunables.h"
+
+typedef struct span {
+  const char *p;
+  size_t n;
+} span;
+
+static int span_is(span s, const char *lit) {
+  size_t n = strlen(lit);
+  return s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+static int fail(hl_plan_error *err, uint32_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(hl_plan_error *err, uint32_t line, const char *fmt, ...) {
+  err->line = line;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->reason, sizeof err->reason, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+/* A field as messages quote it: itself when short printable ASCII, else its length, so a
+ * message never carries control bytes or cut UTF-8. */
+#define SHOW_MAX 40u
+typedef struct shown {
+  char text[SHOW_MAX + 16];
+} shown;
+static shown show(span s) {
+  shown out;
+  int plain = s.n >= 1 && s.n <= SHOW_MAX;
+  for (size_t i = 0; plain && i < s.n; i++) plain = (unsigned char)s.p[i] > 0x20 && (unsigned char)s.p[i] < 0x7f;
+  if (plain) {
+    memcpy(out.text, s.p, s.n);
+    out.text[s.n] = '\0';
+  } else {
+    snprintf(out.text, sizeof out.text, "(%zu bytes)", s.n);
+  }
+  return out;
+}
+
+/* ---- numbers ---- */
+
+enum number { NUM_BAD, NUM_OK, NUM_TOO_BIG };
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Digits of `base` only (at least one); a value past 2^64 - 1 is NUM_TOO_BIG. */
+static enum number digits(span s, unsigned base, uint64_t *out) {
+  if (s.n == 0) return NUM_BAD;
+  uint64_t v = 0;
+  int big = 0;
+  for (size_t i = 0; i < s.n; i++) {
+    int d = hex_digit(s.p[i]);
+    if (d < 0 || (unsigned)d >= base) return NUM_BAD;
+    if (v > (UINT64_MAX - (uint64_t)d) / base) big = 1;
+    v = v * base + (uint64_t)d;
+  }
+  *out = v;
+  return big ? NUM_TOO_BIG : NUM_OK;
+}
+
+/* A number field: decimal, or hex written 0x... */
+static enum number number(span s, uint64_t *out) {
+  if (s.n > 2 && s.p[0] == '0' && (s.p[1] == 'x' || s.p[1] == 'X')) return digits((span){s.p + 2, s.n - 2}, 16, out);
+  return digits(s, 10, out);
+}
+
+/* A frame offset: always hex, 0x optional. */
+static enum number hex_offset(span s, uint64_t *out) {
+  if (s.n > 2 && s.p[0] == '0' && (s.p[1] == 'x' || s.p[1] == 'X')) s = (span){s.p + 2, s.n - 2};
+  return digits(s, 16, out);
+}
+
+/* ---- text ---- */
+
+/* Offset of the first byte that does not begin a well-formed UTF-8 sequence (no
+ * overlongs, no surrogates, at most U+10FFFF), or len: what Python's strict decoder
+ * reports as the error's start. */
+static size_t utf8_error(const unsigned char *s, size_t len) {
+  size_t i = 0;
+  while (i < len) {
+    unsigned char b = s[i];
+    if (b < 0x80) {
+      i++;
+      continue;
+    }
+    unsigned need;
+    unsigned char lo = 0x80, hi = 0xbf; /* range of the second byte */
+    if (b >= 0xc2 && b <= 0xdf) need = 1;
+    else if (b == 0xe0) need = 2, lo = 0xa0;
+    else if (b == 0xed) need = 2, hi = 0x9f;
+    else if (b >= 0xe1 && b <= 0xef) need = 2;
+    else if (b == 0xf0) need = 3, lo = 0x90;
+    else if (b == 0xf4) need = 3, hi = 0x8f;
+    else if (b >= 0xf1 && b <= 0xf3) need = 3;
+    else return i;
+    if (i + 1 >= len || s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (unsigned k = 2; k <= need; k++)
+      if (i + k >= len || s[i + k] < 0x80 || s[i + k] > 0xbf) return i;
+    i += need + 1;
+  }
+  return len;
+}
+
+/* ---- records ---- */
+
+/* The order records come in (docs/plan-format.md); the same list is in plan_format.py. */
+enum record { R_MAGIC, R_STRATEGY, R_CHUNK, R_MAX_OBJECT, R_MIN_ALIGN, R_REST, R_RECURSION, R_MODULE, R_SKIP,
+              R_GROUP, R_SELECT, R_END, R_COUNT };
+static const char *const record_names[R_COUNT] = {
+    "heaplayout-plan", "strategy", "chunk_size", "max_object_size", "min_align", "rest", "recursion",
+    "module",          "skip",     "group",      "select",          "end"};
+#define ORDER_TEXT                                                                                        \
+  "heaplayout-plan, strategy, chunk_size, max_object_size, min_align, rest, recursion, module, skip, group, " \
+  "select, end"
+static int repeatable(int r) { return r == R_MODULE || r == R_SKIP || r == R_GROUP || r == R_SELECT; }
+static int may_be_absent(int r) { return repeatable(r) || r == R_MIN_ALIGN || r == R_REST || r == R_RECURSION; }
+
+typedef struct fields {
+  span all[HL_PLAN_MAX_RULE_FRAMES + 2]; /* the first ones; `count` counts them all */
+  uint32_t count;
+} fields;
+
+/* Fields after the record name (the line has single spaces, none at either end). */
+static void split(span rest, fields *f) {
+  f->count = 0;
+  const char *p = rest.p, *end = rest.p + rest.n;
+  while (p < end) {
+    const char *sp = memchr(p, ' ', (size_t)(end - p));
+    const char *stop = sp ? sp : end;
+    if (f->count < sizeof f->all / sizeof f->all[0]) f->all[f->count] = (span){p, (size_t)(stop - p)};
+    f->count++;
+    p = sp ? sp + 1 : end;
+  }
+}
+
+static int arity(hl_plan_error *err, uint32_t line, int r, const fields *f, uint32_t n) {
+  if (f->count == n) return 1;
+  return fail(err, line, "%s takes %u field%s, got %u", record_names[r], n, n == 1 ? "" : "s", f->count);
+}
+
+/* A number field that must lie in [lo, hi]; `what` names it in messages, `range` says what
+ * is allowed (after the value as written). */
+static int bounded(hl_plan_error *err, uint32_t line, const char *what, span s, uint64_t lo, uint64_t hi,
+                   const char *range, uint64_t *out) {
+  enum number k = number(s, out);
+  if (k == NUM_BAD) return fail(err, line, "%s: '%s' is not a number", what, show(s).text);
+  if (k == NUM_TOO_BIG || *out < lo || *out > hi) return fail(err, line, "%s %s: %s", what, show(s).text, range);
+  return 1;
+}
+
+static int lower_hex_bytes(span s, uint8_t *out, uint32_t *len) {
+  if (s.n == 0 || s.n % 2 || s.n / 2 > HL_PLAN_MAX_BUILD_ID) return 0;
+  for (size_t i = 0; i < s.n; i++)
+    if (!((s.p[i] >= '0' && s.p[i] <= '9') || (s.p[i] >= 'a' && s.p[i] <= 'f'))) return 0;
+  for (size_t i = 0; i < s.n; i += 2) out[i / 2] = (uint8_t)(hex_digit(s.p[i]) << 4 | hex_digit(s.p[i + 1]));
+  *len = (uint32_t)(s.n / 2);
+  return 1;
+}
+
+typedef struct parse_state {
+  hl_plan_spec *spec;
+  hl_plan_rule_spec *rules;
+  uint32_t cap;
+  hl_plan_error *err;
+} parse_state;
+
+static int parse_select(parse_state *st, uint32_t line, span rest) {
+  hl_plan_spec *spec = st->spec;
+  hl_plan_error *err = st->err;
+  const char *p = rest.p, *end = rest.p + rest.n;
+  uint32_t nfields = 0;
+  for (const char *q = p; q < end; q++) nfields += *q == ' ';
+  nfields += rest.n > 0;
+  if (nfields < 2) return fail(err, line, "select needs a group and at least one frame");
+  const char *sp = memchr(p, ' ', (size_t)(end - p));
+  span g = {p, (size_t)(sp - p)};
+  uint64_t group;
+  enum number k = number(g, &group);
+  if (k == NUM_BAD) return fail(err, line, "select group: '%s' is not a number", show(g).text);
+  if (k == NUM_TOO_BIG || group > spec->ngroups)
+    return fail(err, line, "select %s: no such group (groups are 1..%u, 0 = ungrouped)", show(g).text,
+                spec->ngroups);
+  if (nfields - 1 > HL_PLAN_MAX_RULE_FRAMES)
+    return fail(err, line, "select has %u frames, the runtime takes at most %u", nfields - 1,
+                HL_PLAN_MAX_RULE_FRAMES);
+  if (spec->nrules == HL_PLAN_MAX_RULES)
+    return fail(err, line, "too many select records (the runtime takes at most %u)", HL_PLAN_MAX_RULES);
+  hl_plan_rule_spec r;
+  r.line = line;
+  r.group = (uint16_t)group;
+  r.nframes = 0;
+  for (p = sp + 1;; p++) {
+    const char *stop = memchr(p, ' ', (size_t)(end - p));
+    if (stop == NULL) stop = end;
+    span frame = {p, (size_t)(stop - p)};
+    const char *colon = memchr(frame.p, ':', frame.n);
+    if (colon == NULL || colon + 1 == stop)
+      return fail(err, line, "frame '%s': expected module:0xOFFSET", show(frame).text);
+    span mod = {frame.p, (size_t)(colon - frame.p)}, off = {colon + 1, (size_t)(stop - colon - 1)};
+    uint64_t mi, offset;
+    k = number(mod, &mi);
+    if (k == NUM_BAD) return fail(err, line, "frame module: '%s' is not a number", show(mod).text);
+    if (k == NUM_TOO_BIG || mi >= spec->nmodules)
+      return fail(err, line, "select frame %s: no module %s", show(frame).text, show(mod).text);
+    k = hex_offset(off, &offset);
+    if (k == NUM_BAD) return fail(err, line, "frame offset: '%s' is not hex", show(off).text);
+    if (k == NUM_TOO_BIG || offset > HL_PLAN_MAX_OFFSET)
+      return fail(err, line, "frame offset %s: out of range (at most 0x%llx)", show(off).text,
+                  (unsigned long long)HL_PLAN_MAX_OFFSET);
+    r.frames[r.nframes++] = hl_plan_frame((uint32_t)mi, offset);
+    if (stop == end) break;
+    p = stop;
+  }
+  if (spec->nrules < st->cap) st->rules[spec->nrules] = r;
+  spec->nrules++;
+  return 1;
+}
+
+static int parse_record(parse_state *st, int r, uint32_t line, span rest, const fields *f) {
+  hl_plan_spec *spec = st->spec;
+  hl_plan_error *err = st->err;
+  uint64_t v;
+  switch (r) {
+    case R_STRATEGY:
+      if (!arity(err, line, r, f, 1)) return 0;
+      if (!span_is(f->all[0], "halo") && !span_is(f->all[0], "callsite") && !span_is(f->all[0], "hds"))
+        return fail(err, line, "strategy '%s': expected one of halo, callsite, hds", show(f->all[0]).text);
+      memcpy(spec->strategy, f->all[0].p, f->all[0].n);
+      spec->strategy[f->all[0].n] = '\0';
+      return 1;
+    case R_CHUNK:
+      if (!arity(err, line, r, f, 1)) return 0;
+      if (!bounded(err, line, "chunk_size", f->all[0], HL_MIN_CHUNK_SIZE, HL_MAX_CHUNK_SIZE,
+                   "must be a power of two from 256K to 64M", &v))
+        return 0;
+      if (v & (v - 1))
+        return fail(err, line, "chunk_size %s: must be a power of two from 256K to 64M", show(f->all[0]).text);
+      spec->chunk_size = (uint32_t)v;
+      return 1;
+    case R_MAX_OBJECT:
+      if (!arity(err, line, r, f, 1)) return 0;
+      if (!bounded(err, line, "max_object_size", f->all[0], 1, HL_PLAN_MAX_OBJECT_SIZE, "must be 1..32768", &v))
+        return 0;
+      spec->max_object_size = (uint32_t)v;
+      return 1;
+    case R_MIN_ALIGN:
+      if (!arity(err, line, r, f, 1)) return 0;
+      if (!bounded(err, line, "min_align", f->all[0], 8, 16, "must be 8 or 16", &v)) return 0;
+      if (v != 8 && v != 16) return fail(err, line, "min_align %s: must be 8 or 16", show(f->all[0]).text);
+      spec->min_align = (uint32_t)v;
+      return 1;
+    case R_REST:
+      if (f->count == 1 && span_is(f->all[0], "allocator")) {
+        spec->rest_max_size = 0;
+        return 1;
+      }
+      if (f->count != 2 || !span_is(f->all[0], "callsite"))
+        return fail(err, line, "rest is 'allocator' or 'callsite MAX_SIZE'");
+      if (!bounded(err, line, "rest callsite", f->all[1], 1, HL_PLAN_MAX_OBJECT_SIZE,
+                   "the size limit must be 1..32768", &v))
+        return 0;
+      spec->rest_max_size = (uint32_t)v;
+      return 1;
+    case R_RECURSION:
+      if (!arity(err, line, r, f, 1)) return 0;
+      if (!span_is(f->all[0], "function")) return fail(err, line, "recursion '%s': expected function", show(f->all[0]).text);
+      spec->recursion_function = 1;
+      return 1;
+    case R_MODULE: {
+      if (f->count < 3) return fail(err, line, "module needs index, build-id and path");
+      if (!bounded(err, line, "module index", f->all[0], spec->nmodules, spec->nmodules,
+                   "module indexes must be 0, 1, 2, ... in order", &v))
+        return 0;
+      if (spec->nmodules == HL_PLAN_MAX_MODULES)
+        return fail(err, line, "too many modules (the runtime takes at most %u)", HL_PLAN_MAX_MODULES);
+      hl_plan_module_spec *m = &spec->modules[spec->nmodules];
+      if (span_is(f->all[1], "-")) m->build_id_len = 0;
+      else if (!lower_hex_bytes(f->all[1], m->build_id, &m->build_id_len))
+        return fail(err, line, "module %u: build-id is not lowercase hex of 1 to %u bytes", spec->nmodules,
+                    HL_PLAN_MAX_BUILD_ID);
+      /* the path is the rest of the line: it may hold single spaces */
+      const char *path = f->all[2].p;
+      size_t n = (size_t)(rest.p + rest.n - path);
+      if (n > HL_PLAN_MAX_PATH)
+        return fail(err, line, "module %u: path longer than %u bytes", spec->nmodules, HL_PLAN_MAX_PATH);
+      memcpy(m->path, path, n);
+      m->path[n] = '\0';
+      spec->nmodules++;
+      return 1;
+    }
+    case R_SKIP:
+      if (!arity(err, line, r, f, 1)) return 0;
+      if (f->all[0].n > HL_PLAN_MAX_SKIP_NAME)
+        return fail(err, line, "skip name longer than %u bytes", HL_PLAN_MAX_SKIP_NAME);
+      if (spec->nskips == HL_PLAN_MAX_SKIPS)
+        return fail(err, line, "too many skip records (the runtime takes at most %u)", HL_PLAN_MAX_SKIPS);
+      memcpy(spec->skips[spec->nskips], f->all[0].p, f->all[0].n);
+      spec->skips[spec->nskips][f->all[0].n] = '\0';
+      spec->nskips++;
+      return 1;
+    case R_GROUP: {
+      int packed = f->count == 4 && span_is(f->all[3], "packed");
+      if (f->count == 4 && !packed) return fail(err, line, "group: the fourth field may only be 'packed'");
+      if (f->count != 3 && f->count != 4)
+        return fail(err, line, "group takes 3 fields (and an optional 'packed'), got %u", f->count);
+      if (!bounded(err, line, "group id", f->all[0], spec->ngroups + 1, spec->ngroups + 1,
+                   "group ids must be 1, 2, 3, ... in order", &v))
+        return 0;
+      if (spec->ngroups == HL_PLAN_MAX_GROUPS)
+        return fail(err, line, "too many groups (the runtime takes at most %u)", HL_PLAN_MAX_GROUPS);
+      if (!bounded(err, line, "group contexts", f->all[1], 0, UINT64_MAX, "out of range", &v) ||
+          !bounded(err, line, "group weight", f->all[2], 0, UINT64_MAX, "out of range", &v))
+        return 0;
+      spec->ngroups++;
+      spec->group_packed[spec->ngroups] = (uint8_t)packed;
+      return 1;
+    }
+    case R_SELECT:
+      return parse_select(st, line, rest);
+    case R_END:
+      return arity(err, line, r, f, 0);
+    default:
+      return fail(err, line, "internal: record %d", r);
+  }
+}
+
+/* ---- a chain given twice ---- */
+
+static int chain_cmp(const hl_plan_rule_spec *a, const hl_plan_rule_spec *b) {
+  for (unsigned k = 0; k < a->nframes && k < b->nframes; k++)
+    if (a->frames[k] != b->frames[k]) return a->frames[k] < b->frames[k] ? -1 : 1;
+  if (a->nframes != b->nframes) return a->nframes < b->nframes ? -1 : 1;
+  return a->line < b->line ? -1 : a->line > b->line;
+}
+
+/* Shell sort: no malloc, no recursion. */
+static void sort_by_chain(hl_plan_rule_spec *r, uint32_t n) {
+  static const uint32_t gaps[] = {88573, 29524, 9841, 3280, 1093, 364, 121, 40, 13, 4, 1};
+  for (unsigned g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+    uint32_t gap = gaps[g];
+    for (uint32_t i = gap; i < n; i++) {
+      hl_plan_rule_spec tmp = r[i];
+      uint32_t j = i;
+      for (; j >= gap && chain_cmp(&tmp, &r[j - gap]) < 0; j -= gap) r[j] = r[j - gap];
+      r[j] = tmp;
+    }
+  }
+}
+
+/* The repeat that comes first in the file: the smallest line that repeats an earlier chain. */
+static int check_distinct(hl_plan_rule_spec *rules, uint32_t n, hl_plan_error *err) {
+  sort_by_chain(rules, n);
+  uint32_t line = 0, first = 0;
+  for (uint32_t i = 1; i < n; i++) {
+    if (rules[i].nframes != rules[i - 1].nframes ||
+        memcmp(rules[i].frames, rules[i - 1].frames, rules[i].nframes * sizeof rules[i].frames[0]) != 0)
+      continue;
+    if (i >= 2 && rules[i - 2].nframes == rules[i].nframes &&
+        memcmp(rules[i].frames, rules[i - 2].frames, rules[i].nframes * sizeof rules[i].frames[0]) == 0)
+      continue; /* a third copy: the second one repeats first */
+    if (line == 0 || rules[i].line < line) line = rules[i].line, first = rules[i - 1].line;
+  }
+  if (line) return fail(err, line, "select chain given twice (first on line %u)", first);
+  return 1;
+}
+
+/* ---- the file ---- */
+
+int hl_plan_parse(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule_spec *rules, uint32_t cap,
+                  hl_plan_error *err) {
+  memset(spec, 0, sizeof *spec);
+  spec->min_align = 16;
+  err->line = 0;
+  err->reason[0] = '\0';
+  parse_state st = {spec, rules, cap, err};
+  if (len == 0) return fail(err, 0, "empty file, not a plan");
+  size_t bad = utf8_error((const unsigned char *)text, len);
+  if (bad < len) return fail(err, 0, "not UTF-8 text (byte %zu)", bad);
+  if (text[len - 1] != '\n') return fail(err, 0, "truncated (the last line has no newline)");
+
+  int last = -1, ended = 0;
+  uint32_t lineno = 0;
+  for (const char *p = text, *end = text + len; p < end;) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p)); /* there is one: the text ends with it */
+    span ln = {p, (size_t)(nl - p)};
+    p = nl + 1;
+    lineno++;
+    for (size_t i = 0; i < ln.n; i++) {
+      unsigned char c = (unsigned char)ln.p[i];
+      if (c == '\r') return fail(err, lineno, "carriage return in the line (the plan must have LF line ends)");
+      if (c < 0x20 || c == 0x7f) return fail(err, lineno, "control character 0x%02x in the line", c);
+    }
+    if (lineno == 1) {
+      if (span_is(ln, "heaplayout-plan 1")) {
+        last = R_MAGIC;
+        continue;
+      }
+      if (ln.n > 16 && memcmp(ln.p, "heaplayout-plan ", 16) == 0)
+        return fail(err, 1, "plan version %s: this reader knows version 1", show((span){ln.p + 16, ln.n - 16}).text);
+      return fail(err, 1, "not a plan (the first line must be 'heaplayout-plan 1')");
+    }
+    if (ln.n == 0 || ln.p[0] == '#') continue;
+    if (ended) return fail(err, lineno, "text after 'end'");
+    if (ln.p[0] == ' ' || ln.p[ln.n - 1] == ' ' || memmem(ln.p, ln.n, "  ", 2) != NULL)
+      return fail(err, lineno, "fields must be separated by single spaces");
+    const char *sp = memchr(ln.p, ' ', ln.n);
+    span kind = {ln.p, sp ? (size_t)(sp - ln.p) : ln.n};
+    span rest = sp ? (span){sp + 1, (size_t)(ln.p + ln.n - sp - 1)} : (span){ln.p + ln.n, 0};
+    int r = 0;
+    while (r < R_COUNT && !span_is(kind, record_names[r])) r++;
+    if (r == R_COUNT) return fail(err, lineno, "unknown record '%s'", show(kind).text);
+    if (r < last || (r == last && !repeatable(r)))
+      return fail(err, lineno, "record '%s' out of order (order: " ORDER_TEXT ")", record_names[r]);
+    for (int k = last + 1; k < r; k++)
+      if (!may_be_absent(k))
+        return fail(err, lineno, "record '%s' missing before '%s'", record_names[k], record_names[r]);
+    last = r;
+    fields f;
+    if (r != R_SELECT) split(rest, &f);
+    if (!parse_record(&st, r, lineno, rest, &f)) return 0;
+    if (r == R_END) ended = 1;
+  }
+  if (!ended) return fail(err, 0, "truncated (no 'end' record)");
+  if (spec->nrules <= cap && !check_distinct(rules, spec->nrules, err)) return 0;
+  return 1;
+}
