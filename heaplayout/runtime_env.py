@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import allocators, paths
+from .plan_format import plan_file_problem
 
 POLICIES = ("off", "callsite", "plan")
 
@@ -27,6 +28,18 @@ OPTION_VARIABLES: dict[str, str] = {
     "chunk_colors": "HEAPLAYOUT_CHUNK_COLORS",  # start offsets new chunks cycle through (1 = off)
     "spare_chunks": "HEAPLAYOUT_SPARE_CHUNKS",  # empty chunks kept resident (HALO 5 keeps 1)
     "min_align": "HEAPLAYOUT_MIN_ALIGN",  # 8 or 16; unset: the plan's min_align (HALO 5 uses 8)
+}
+
+# The runtime's defaults, as help texts show them: runtime/src/tunables.h is where they are
+# set (tests/test_runtime_options.py fails when the two differ).
+OPTION_DEFAULTS: dict[str, str] = {
+    "min_objects": "100",  # HL_DEFAULT_MIN_OBJECTS
+    "max_size": "128",  # HL_DEFAULT_MAX_SIZE
+    "chunk_size": "1M",  # HL_DEFAULT_CHUNK_SIZE
+    "range": "16G",  # HL_DEFAULT_RANGE
+    "cc_block": "256",  # HL_DEFAULT_CC_BLOCK
+    "chunk_colors": "64",  # HL_CHUNK_COLORS
+    "spare_chunks": "8",  # HL_SPARE_CHUNKS
 }
 
 
@@ -64,8 +77,11 @@ def runtime_env(config: RuntimeConfig) -> dict[str, str]:
         if config.policy != "plan":
             raise ValueError(f"a plan file is only used by policy 'plan', not {config.policy!r}")
         plan = Path(config.plan)
-        if not plan.is_file():
+        if not plan.exists() and not plan.is_symlink():
             raise ValueError(f"plan file not found: {plan}")
+        problem = plan_file_problem(plan)  # a directory, a FIFO or pipe, a device: named as such
+        if problem is not None:
+            raise ValueError(f"plan {plan}: {problem}")
         env["HEAPLAYOUT_PLAN"] = str(plan.resolve())
     for name, value in config.options.items():
         if name not in OPTION_VARIABLES:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import bench as engine
 from .. import paths
+from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
 
 PROG = "heaplayout bench"
@@ -81,6 +82,10 @@ def bench_command(args: argparse.Namespace) -> int:
         configs = engine.parse_configs(args.config)
         for c in configs:  # missing allocator packages or runtime library: fail before any run
             engine.config_env(c)
+            plan = dict(c.options).get("plan")
+            refusal = plan_refusal(plan) if plan else None
+            if refusal is not None:  # the runtime would refuse it: the configuration would measure nothing
+                raise engine.BenchError(f"configuration {c.label!r}: {refusal}")
         cache = None
         if args.cachegrind:
             if shutil.which("valgrind") is None:

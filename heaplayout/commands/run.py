@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .. import allocators, elf, paths
 from ..program_input import check_stdin_file, redirect_stdin
-from ..runtime_env import POLICIES, RuntimeConfig, for_program, runtime_env
+from ..plan_format import plan_refusal
+from ..runtime_env import OPTION_DEFAULTS, POLICIES, RuntimeConfig, for_program, runtime_env
 
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
@@ -26,15 +27,22 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
         help="allocator underneath ours, for everything we do not place: "
         f"{', '.join(allocators.ALLOCATORS)}, or the path of a shared library that defines malloc (default: glibc)",
     )
-    parser.add_argument("--min-objects", metavar="N", help="pool a context after N objects (default 100, DPA)")
-    parser.add_argument("--max-size", metavar="BYTES", help="pool only objects up to this size (default 128, DPA)")
-    parser.add_argument("--chunk-size", metavar="BYTES", help="pool chunk size, power of two (default 1M, HALO)")
-    parser.add_argument("--range", metavar="BYTES", help="virtual range reserved for pools (default 64G)")
-    parser.add_argument("--cc-block", metavar="BYTES", help="ccmalloc cc-block size (default 256)")
+    d = OPTION_DEFAULTS
+    parser.add_argument("--min-objects", metavar="N",
+                        help=f"pool a context after N objects (default {d['min_objects']}, DPA)")
+    parser.add_argument("--max-size", metavar="BYTES",
+                        help=f"pool only objects up to this size (default {d['max_size']}, DPA)")
+    parser.add_argument("--chunk-size", metavar="BYTES",
+                        help=f"pool chunk size, power of two (default {d['chunk_size']}, HALO)")
+    parser.add_argument("--range", metavar="BYTES",
+                        help=f"virtual range reserved for pools, 64M-1T (default {d['range']}; K, M, G, T suffixes)")
+    parser.add_argument("--cc-block", metavar="BYTES", help=f"ccmalloc cc-block size (default {d['cc_block']})")
     parser.add_argument("--chunk-colors", metavar="N",
-                        help="start offsets new chunks cycle through, 1-64 (default 64; 1 = no colouring)")
+                        help=f"start offsets new chunks cycle through, 1-64 (default {d['chunk_colors']}; "
+                        "1 = no colouring)")
     parser.add_argument("--spare-chunks", metavar="N",
-                        help="empty chunks kept resident for reuse, 0-4096 (default 8; HALO keeps 1)")
+                        help=f"empty chunks kept resident for reuse, 0-4096 (default {d['spare_chunks']}; "
+                        "HALO keeps 1)")
     parser.add_argument("--min-align", metavar="N", choices=("8", "16"),
                         help="8: objects whose size is an odd multiple of 8 may be 8-aligned in every pool "
                         "(HALO; unsafe for clang-built code); 16: never (default: the plan's min_align, else 16)")
@@ -83,6 +91,10 @@ def run_command(args: argparse.Namespace) -> int:
         stdin = check_stdin_file(getattr(args, "stdin", None))
     except (ValueError, paths.MissingArtifact) as err:
         print(f"heaplayout run: {err}", file=sys.stderr)
+        return 2
+    refusal = plan_refusal(args.plan) if getattr(args, "plan", None) else None
+    if refusal is not None:  # the runtime would refuse it and run the program unoptimized: say so now
+        print(f"heaplayout run: {refusal}", file=sys.stderr)
         return 2
     if args.stats_json:
         env["HEAPLAYOUT_STATS_JSON"] = os.path.abspath(args.stats_json)

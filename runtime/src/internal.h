@@ -95,6 +95,8 @@ typedef struct hl_options {
 /* Reads and validates the environment. A bad value: one message on stderr and the
  * policy falls back to off. Never allocates. */
 void hl_options_load(hl_options *opt);
+/* The same from a NAME=value list (NULL-terminated); secure: ignore it (set-uid). */
+void hl_options_parse(hl_options *opt, const char *const *env, int secure);
 const char *hl_policy_name(int policy);
 
 /* ---- the allocator underneath (next.c) ---- */

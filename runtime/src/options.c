@@ -1,6 +1,8 @@
 /* Settings from the environment (set by `heaplayout run`), validated once at start.
  * A bad value gives one message and the run continues unoptimized (policy off): the
- * program must run correctly whatever we are told. Set-uid programs ignore it all. */
+ * program must run correctly whatever we are told. Set-uid programs ignore it all.
+ * The parsing reads a list of NAME=value strings, not the process's environment itself,
+ * so fuzz/ can feed it any environment (hl_options_parse). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -20,7 +22,16 @@ static const char *const known_variables[] = {
     NULL,
 };
 
-/* "123", "64K", "1M", "16G" (binary multiples). 0 on error. */
+/* The value of NAME in a NAME=value list, or NULL (what getenv does for environ). */
+static const char *env_get(const char *const *env, const char *name) {
+  size_t len = strlen(name);
+  for (; env && *env; env++)
+    if (strncmp(*env, name, len) == 0 && (*env)[len] == '=') return *env + len + 1;
+  return NULL;
+}
+
+/* "123", "64K", "1M", "16G", "1T" (binary multiples; "64KiB", "64KB" and "100B" too).
+ * 0 on error, a value past 2^64 - 1 included. */
 static int parse_size(const char *s, unsigned long long *out) {
   if (s == NULL || *s < '0' || *s > '9') return 0;
   unsigned long long v = 0;
@@ -33,10 +44,11 @@ static int parse_size(const char *s, unsigned long long *out) {
     case 'k': case 'K': shift = 10; s++; break;
     case 'm': case 'M': shift = 20; s++; break;
     case 'g': case 'G': shift = 30; s++; break;
+    case 't': case 'T': shift = 40; s++; break;
     default: break;
   }
-  if (*s == 'i' || *s == 'B') s++; /* accept 64KiB, 64KB */
-  if (*s == 'B') s++;
+  if (shift && s[0] == 'i' && s[1] == 'B') s += 2; /* 64KiB */
+  else if (*s == 'B') s++;                          /* 64KB, 100B */
   if (*s != '\0') return 0;
   if (shift && v > (~0ull >> shift)) return 0;
   *out = v << shift;
@@ -55,13 +67,13 @@ const char *hl_policy_name(int policy) {
 static int is_pow2(unsigned long long v) { return v && !(v & (v - 1)); }
 
 /* One numeric setting: returns 0 (and says why) when present but invalid. */
-static int size_setting(const char *name, unsigned long long lo, unsigned long long hi,
+static int size_setting(const char *const *env, const char *name, unsigned long long lo, unsigned long long hi,
                         int need_pow2, unsigned long long *value) {
-  const char *s = getenv(name);
+  const char *s = env_get(env, name);
   if (s == NULL) return 1;
   unsigned long long v;
   if (!parse_size(s, &v)) {
-    hl_message("%s='%s' is not a number or size (examples: 100, 4K, 1M); running unoptimized", name, s);
+    hl_message("%s='%s' is not a number or size (examples: 100, 4K, 1M, 1T); running unoptimized", name, s);
     return 0;
   }
   if (v < lo || v > hi || (need_pow2 && !is_pow2(v))) {
@@ -73,8 +85,8 @@ static int size_setting(const char *name, unsigned long long lo, unsigned long l
   return 1;
 }
 
-static void warn_unknown_variables(void) {
-  for (char **e = environ; e && *e; e++) {
+static void warn_unknown_variables(const char *const *env) {
+  for (const char *const *e = env; e && *e; e++) {
     if (strncmp(*e, "HEAPLAYOUT_", 11) != 0) continue;
     size_t len = strcspn(*e, "=");
     int known = 0;
@@ -88,20 +100,28 @@ static void warn_unknown_variables(void) {
 /* HEAPLAYOUT_PROGRAM names the one executable the settings are for (the CLI sets it to the
  * program it launches). Every other process that inherits the environment on the way -
  * valgrind's launcher script and binary, a timing wrapper - or is started by the program
- * runs unoptimized and silently: it is not the program a plan or statistics are meant for. */
-static int is_other_program(void) {
-  const char *want = getenv("HEAPLAYOUT_PROGRAM");
+ * runs unoptimized and silently: it is not the program a plan or statistics are meant for.
+ * When the named program does not exist (or this process cannot tell what it is), no
+ * process is the program: each says so once and runs unoptimized. */
+static int is_other_program(const char *const *env) {
+  const char *want = env_get(env, "HEAPLAYOUT_PROGRAM");
   if (want == NULL || *want == '\0') return 0;
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return 0;
-  exe[n] = '\0';
   struct stat a, b;
-  if (stat(want, &a) != 0 || stat(exe, &b) != 0) return 0;
+  if (stat(want, &a) != 0) {
+    hl_message("HEAPLAYOUT_PROGRAM=%s does not exist, so no process is that program; running unoptimized", want);
+    return 1;
+  }
+  if (stat("/proc/self/exe", &b) != 0) {
+    hl_message("HEAPLAYOUT_PROGRAM is set but this process cannot read /proc/self/exe to tell whether it is that "
+               "program; running unoptimized");
+    return 1;
+  }
   return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
 }
 
-void hl_options_load(hl_options *opt) {
+void hl_options_load(hl_options *opt) { hl_options_parse(opt, (const char *const *)environ, getauxval(AT_SECURE) != 0); }
+
+void hl_options_parse(hl_options *opt, const char *const *env, int secure) {
   memset(opt, 0, sizeof *opt);
   opt->policy = HL_POLICY_OFF;
   opt->min_objects = HL_DEFAULT_MIN_OBJECTS;
@@ -113,13 +133,13 @@ void hl_options_load(hl_options *opt) {
   opt->chunk_colors = HL_CHUNK_COLORS;
   opt->spare_chunks = HL_SPARE_CHUNKS;
   opt->min_align = 0; /* unset: the plan's min_align record decides, else 16 (tunables.h) */
-  if (getauxval(AT_SECURE)) return; /* set-uid/set-gid: the environment is not trusted */
-  if (is_other_program()) return;
+  if (secure) return; /* set-uid/set-gid: the environment is not trusted */
+  if (is_other_program(env)) return;
 
-  warn_unknown_variables();
+  warn_unknown_variables(env);
   int ok = 1;
   enum hl_policy policy = HL_POLICY_OFF;
-  const char *p = getenv("HEAPLAYOUT_POLICY");
+  const char *p = env_get(env, "HEAPLAYOUT_POLICY");
   if (p != NULL) {
     if (strcmp(p, "off") == 0) policy = HL_POLICY_OFF;
     else if (strcmp(p, "callsite") == 0) policy = HL_POLICY_CALLSITE;
@@ -129,10 +149,13 @@ void hl_options_load(hl_options *opt) {
       ok = 0;
     }
   }
-  const char *plan = getenv("HEAPLAYOUT_PLAN");
+  const char *plan = env_get(env, "HEAPLAYOUT_PLAN");
   if (plan != NULL && *plan) {
     if (p == NULL) policy = HL_POLICY_PLAN; /* a plan alone means: use it */
-    if (strlen(plan) >= sizeof opt->plan) {
+    if (ok && policy != HL_POLICY_PLAN)
+      hl_message("HEAPLAYOUT_PLAN is ignored: HEAPLAYOUT_POLICY=%s does not read a plan (policy plan does)",
+                 hl_policy_name(policy));
+    else if (strlen(plan) >= sizeof opt->plan) {
       hl_message("HEAPLAYOUT_PLAN is too long a path; running unoptimized");
       ok = 0;
     } else {
@@ -144,29 +167,29 @@ void hl_options_load(hl_options *opt) {
   }
   unsigned long long v;
   v = opt->min_objects;
-  ok &= size_setting("HEAPLAYOUT_MIN_OBJECTS", 0, 1000000000ull, 0, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_MIN_OBJECTS", 0, 1000000000ull, 0, &v);
   opt->min_objects = (uint32_t)v;
   v = opt->max_size;
-  ok &= size_setting("HEAPLAYOUT_MAX_SIZE", 1, HL_MAX_CLASS_SIZE, 0, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_MAX_SIZE", 1, HL_MAX_CLASS_SIZE, 0, &v);
   opt->max_size = (uint32_t)v;
   opt->site_max_size = opt->max_size;
   v = opt->chunk_size;
-  ok &= size_setting("HEAPLAYOUT_CHUNK_SIZE", HL_MIN_CHUNK_SIZE, HL_MAX_CHUNK_SIZE, 1, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_CHUNK_SIZE", HL_MIN_CHUNK_SIZE, HL_MAX_CHUNK_SIZE, 1, &v);
   opt->chunk_size = (size_t)v;
   v = opt->range_size;
-  ok &= size_setting("HEAPLAYOUT_RANGE", 64ull << 20, 1ull << 40, 0, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_RANGE", 64ull << 20, 1ull << 40, 0, &v);
   opt->range_size = (size_t)v;
   v = opt->cc_block;
-  ok &= size_setting("HEAPLAYOUT_CC_BLOCK", HL_MIN_CC_BLOCK, HL_MAX_CC_BLOCK, 1, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_CC_BLOCK", HL_MIN_CC_BLOCK, HL_MAX_CC_BLOCK, 1, &v);
   opt->cc_block = (uint32_t)v;
   v = opt->chunk_colors;
-  ok &= size_setting("HEAPLAYOUT_CHUNK_COLORS", 1, HL_CHUNK_COLORS, 0, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_CHUNK_COLORS", 1, HL_CHUNK_COLORS, 0, &v);
   opt->chunk_colors = (uint32_t)v;
   v = opt->spare_chunks;
-  ok &= size_setting("HEAPLAYOUT_SPARE_CHUNKS", 0, HL_MAX_SPARE_CHUNKS, 0, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_SPARE_CHUNKS", 0, HL_MAX_SPARE_CHUNKS, 0, &v);
   opt->spare_chunks = (uint32_t)v;
   v = 0;
-  ok &= size_setting("HEAPLAYOUT_MIN_ALIGN", 8, 16, 1, &v);
+  ok &= size_setting(env, "HEAPLAYOUT_MIN_ALIGN", 8, 16, 1, &v);
   opt->min_align = (uint32_t)v;
   opt->min_align_env = v != 0;
   if (ok && opt->range_size < 16 * opt->chunk_size) {
@@ -176,14 +199,14 @@ void hl_options_load(hl_options *opt) {
     ok = 0;
   }
 
-  const char *s = getenv("HEAPLAYOUT_STATS");
+  const char *s = env_get(env, "HEAPLAYOUT_STATS");
   if (s != NULL) {
     if (strcmp(s, "1") == 0) opt->stats = 1;
     else if (strcmp(s, "0") != 0) {
       hl_message("HEAPLAYOUT_STATS='%s' must be 0 or 1; statistics stay off", s);
     }
   }
-  const char *j = getenv("HEAPLAYOUT_STATS_JSON");
+  const char *j = env_get(env, "HEAPLAYOUT_STATS_JSON");
   if (j != NULL && *j) {
     if (strlen(j) >= sizeof opt->stats_json)
       hl_message("HEAPLAYOUT_STATS_JSON is too long a path; no JSON statistics");
