@@ -1,31 +1,111 @@
-"""`heaplayout optimize`: profile, plan and measure in one command."""
+"""`heaplayout optimize` end to end: profile, plan, race, decision, evidence. The rules
+themselves are tested on synthetic rounds in test_optimize_search.py."""
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from conftest import run_program
+from heaplayout import allocators
+from heaplayout.optimize_search import DEFAULT_STRATEGIES
 from heaplayout.workloads import load_suite
 
+CLI = [sys.executable, "-m", "heaplayout.cli"]
+REPO = Path(__file__).resolve().parent.parent
 
-def test_optimize_end_to_end(build_dir, runtime_lib, tmp_path):
+
+def optimize(*argv: str, timeout: float = 300, env_extra: dict[str, str] | None = None):
+    return run_program(CLI + ["optimize", *argv], timeout=timeout, env_extra=env_extra)
+
+
+def bench_accepts(config: str, program: list[str], *extra: str) -> None:
+    """`heaplayout bench --config CONFIG` runs the configuration as it is."""
+    r = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", config, *extra, "--", *program])
+    assert r.returncode == 0, r.stderr.decode()
+
+
+def test_no_plan_wins_on_a_compute_bound_program(build_dir, runtime_lib, tmp_path):
+    """A program that allocates a few objects and computes in registers: no layout can win,
+    so the recommendation is an allocator alone, and optimize says so. The program reads its
+    work on stdin (--stdin for the measured runs, --train-stdin for the profile)."""
+    worker = str(build_dir / "tests" / "commands" / "stdin_worker")
+    work, train = tmp_path / "work.txt", tmp_path / "train.txt"
+    work.write_text("10 3 5\n")
+    train.write_text("1 3 5\n")
+    out, js = tmp_path / "out", tmp_path / "o.json"
+    r = optimize("--stdin", str(work), "--train-stdin", str(train), "--budget", "90", "-o", str(out),
+                 "--json", str(js), "--", worker, "compute")
+    text, err = r.stdout.decode(), r.stderr.decode()
+    assert r.returncode == 0, text + err
+    assert "alone — no strategy beat the best allocator alone" in text
+    for progress in ("[optimize] stage 1/4: profile", "[optimize] stage 2/4: plan", "[optimize] stage 3/4: measure",
+                     "[optimize] race round 1/", "[optimize] standings", "[optimize] stage 4/4: decision"):
+        assert progress in err, progress
+    assert "checksum" in (out / "profile.stdout").read_text()  # the profiled run read the training input
+    doc = json.loads(js.read_text())
+    assert doc == json.loads((out / "optimize.json").read_text())
+    rec = doc["recommendation"]
+    assert rec["kind"] == "allocator alone" and not rec["resolved"]
+    assert rec["config"] == rec["allocator"] and rec["config"] in allocators.ALLOCATORS
+    assert doc["stdin"] == str(work) and doc["train_stdin"] == str(train)
+    installed = allocators.available_allocators()
+    assert len(doc["candidates"]) == len(installed) * (1 + len(DEFAULT_STRATEGIES))
+    assert {p for p in doc["plans"]} == {"halo", "halo-rest"}
+    assert (out / "optimize.md").read_text().count("| RECOMMENDED") == 1
+    assert (out / "recommended.env").exists()
+    bench_accepts(rec["config"], [worker, "compute"], "--stdin", str(work))
+    documented = (REPO / "docs" / "optimize.md").read_text()
+    for part in (doc, doc["candidates"][0], doc["decision"], rec, doc["settings"]):
+        for key in part:
+            assert f"`{key}`" in documented, f"docs/optimize.md does not document {key}"
+
+
+def test_a_winning_plan_is_recommended_and_bench_takes_its_config(build_dir, runtime_lib, tmp_path):
+    """halo_tokens is the suite's clearest plan win (docs/results.md): the plan is recommended,
+    resolved on the confirmation rounds, and its config runs under bench as it is."""
     w = {w.name: w for w in load_suite()}["halo_tokens"]
+    program = [str(w.binary()), *w.args("small")]
     out = tmp_path / "out"
-    r = run_program([sys.executable, "-m", "heaplayout.cli", "optimize", "--runs", "1", "-o", str(out),
-                     "--", str(w.binary()), *w.args("small")], timeout=300)
-    text = r.stdout.decode()
-    assert r.returncode == 0, text + r.stderr.decode()
-    assert (out / "halo_tokens.prof").exists() and (out / "halo_tokens.halo.plan").exists()
-    assert "rest callsite" in (out / "halo_tokens.halo-rest.plan").read_text()
-    assert "rest callsite" not in (out / "halo_tokens.halo.plan").read_text()
-    doc = json.loads((out / "bench.json").read_text())
-    assert [c["policy"] for c in doc["configs"]] == [None, "callsite", "plan", "plan"]
-    assert [c["label"] for c in doc["configs"]][2:] == ["planned", "planned_rest"]
-    assert all(c["output_ok"] for c in doc["configs"])
-    assert "== 4. verdict" in text and "heaplayout run --plan" in text
+    r = optimize("--train", "50000 10", "--allocator", "glibc,mimalloc", "--budget", "120", "-o", str(out),
+                 "--", *program)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    doc = json.loads((out / "optimize.json").read_text())
+    rec = doc["recommendation"]
+    assert rec["kind"] == "strategy" and rec["resolved"], rec["reason"]
+    assert rec["config"].startswith("plan") and rec["ratio_to_best_allocator"]["q3"] < 1.0
+    assert "RECOMMENDED: " + rec["label"] in r.stdout.decode()
+    best = rec["best_allocator"]
+    bench_accepts(f"{best},{rec['config']}", program)
+    env = dict(line.split("=", 1) for line in (out / "recommended.env").read_text().splitlines()
+               if not line.startswith("#"))
+    assert env["HEAPLAYOUT_POLICY"] == "plan" and env["HEAPLAYOUT_PLAN"].endswith(".plan")
 
 
-def test_optimize_without_a_program_is_a_usage_error():
-    r = run_program([sys.executable, "-m", "heaplayout.cli", "optimize"])
+def test_optimize_on_a_library_allocator(build_dir, runtime_lib, tmp_path):
+    """An allocator given by path is a candidate like the built-in ones, alone and under the
+    callsite policy (no profile needed for callsite alone)."""
+    cmds = build_dir / "tests" / "commands"
+    worker, lib = str(cmds / "stdin_worker"), str(cmds / "libhl_wrap_malloc.so")
+    numbers, log = tmp_path / "n.txt", tmp_path / "wrap.log"
+    numbers.write_text("\n".join(map(str, range(20000))) + "\n")
+    r = optimize("--allocator", f"glibc,{lib}", "--strategies", "callsite", "--stdin", str(numbers), "--budget", "30",
+                 "-o", str(tmp_path / "out"), "--", worker, "list", env_extra={"HL_WRAP_LOG": str(log)})
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    doc = json.loads((tmp_path / "out" / "optimize.json").read_text())
+    got = {c["label"]: c["config"] for c in doc["candidates"]}
+    assert got == {"glibc": "glibc", "libhl_wrap_malloc.so": lib, "callsite+glibc": "callsite",
+                   "callsite+libhl_wrap_malloc.so": f"callsite+{lib}"}
+    assert doc["profile"] is None and doc["plans"] == {}
+    assert len(log.read_text().splitlines()) >= 2 * 3  # both library candidates ran, several rounds
+    bench_accepts(f"callsite+{lib}", [worker, "list"], "--stdin", str(numbers))
+
+
+def test_usage_errors():
+    r = optimize()
     assert r.returncode == 2 and b"no program given" in r.stderr
+    r = optimize("--strategies", "halo,nosuch", "--", "true")
+    assert r.returncode == 2 and b"unknown strategy 'nosuch'" in r.stderr
+    r = optimize("--runs", "3", "--", "true")
+    assert r.returncode == 2 and b"--runs must be at least 5" in r.stderr

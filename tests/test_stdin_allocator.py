@@ -1,6 +1,7 @@
 """`--stdin FILE` (profile, run, bench, simulate) and `--allocator PATH` (run, bench,
 simulate): the program reads the file in every run, a library given by path is preloaded and
-used, and a bad path or file gets one clear message. optimize's side is in test_optimize.py."""
+used, and a bad path or file gets one clear message (optimize too; its runs with --stdin and a
+library allocator are in test_optimize.py)."""
 
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ def _bad_libraries(tmp_path: Path) -> list[tuple[str, str]]:
             (str(LIBM), "does not define malloc")]
 
 
-@pytest.mark.parametrize("command", ["run", "bench", "simulate"])
+@pytest.mark.parametrize("command", ["run", "bench", "simulate", "optimize"])
 def test_bad_allocator_path_is_one_clear_message(command, worker, tmp_path, runtime_lib):
     for lib, message in _bad_libraries(tmp_path):
         if command == "bench":
@@ -130,7 +131,7 @@ def test_bad_allocator_path_is_one_clear_message(command, worker, tmp_path, runt
         assert len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("command", ["run", "bench", "simulate", "profile"])
+@pytest.mark.parametrize("command", ["run", "bench", "simulate", "profile", "optimize"])
 def test_missing_stdin_file_is_one_clear_message(command, worker, tmp_path, build_dir):
     r = run_program(CLI + [command, "--stdin", str(tmp_path / "nope.txt"), "--", str(worker), "list"])
     err = r.stderr.decode()

@@ -1,16 +1,21 @@
-"""`heaplayout optimize`: the whole profile-guided path in one command.
+"""`heaplayout optimize`: choose the allocator and the layout strategy for a program.
 
-    heaplayout optimize [--train "ARGS"] [--strategy halo] [--allocator NAME] -- PROG ARGS
+    heaplayout optimize [--train "ARGS"] [--stdin FILE] [--budget SECONDS] -- PROG ARGS
 
-1. profile PROG on the training arguments (default: the same arguments) with the hlprof tool;
-2. plan the layout from the profile, twice: ungrouped objects left to the allocator (as
-   HALO), and ungrouped objects in per-site pools (`--rest callsite`);
-3. measure: interleaved runs of PROG ARGS under the allocator alone, our callsite policy on
-   it, and both plans on it, with output checks (heaplayout bench);
-4. say whether a plan paid off, which one, and how to use it.
+1. profile PROG on the training input (--train, --train-stdin; default: the measuring input)
+   with the hlprof tool;
+2. plan the layout from the profile for each plan strategy (default halo, and halo with
+   ungrouped objects in per-site pools);
+3. measure every candidate on the measuring input: each allocator alone (glibc, jemalloc,
+   mimalloc, tcmalloc: those installed, or --allocator), our callsite policy and each plan
+   on each allocator; interleaved race rounds drop losers early, then the best strategy and
+   the best allocator alone are confirmed on fresh paired rounds;
+4. recommend the best strategy only if its advantage over the best allocator alone is
+   resolved by those rounds, else the best allocator alone (docs/optimize.md).
 
-Everything is written into one directory (default ./heaplayout-out/PROG): the profile, the
-plan, and the benchmark's JSON.
+Everything goes into one directory (default ./heaplayout-out/PROG): the profile, the plans,
+optimize.json, optimize.md and recommended.env. The whole command plans to end within
+--budget seconds.
 """
 
 from __future__ import annotations
@@ -20,92 +25,276 @@ import json
 import shlex
 import subprocess
 import sys
+import tempfile
+import time
+import shutil
 from pathlib import Path
 
-from .. import allocators, planner
+from .. import allocators, paths
+from ..bench_config import BenchError, resolve_program
+from ..bench_launch import fmt_seconds
+from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, terminal_table, to_json, to_markdown,
+                               verdict_lines)
+from ..optimize_runner import CandidateRunner, NondeterministicOutput
+from ..optimize_search import (DEFAULT_STRATEGIES, POLICY_STRATEGIES, Candidate, Measurement, SearchResult,
+                               SearchSettings, make_candidates, plan_variants, run_search, strategy_names)
+from ..program_input import check_stdin_file
 
 PROG = "heaplayout optimize"
+# A program whose measuring run takes 5 s, profiled on a smaller training input, ends
+# within 15 minutes (docs/optimize.md has the arithmetic).
+DEFAULT_BUDGET_S = 900.0
+FORBIDDEN_IN_SPECS = ":,="  # a bench configuration spec cannot carry these in a path
+
+
+class UsageError(Exception):
+    pass
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "optimize",
-        help="profile, plan and measure a program in one go",
+        help="choose allocator and layout strategy: profile, plan, race the candidates, recommend",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--train", metavar="ARGS", help="arguments for the profiling run (default: the same as the measured run)")
-    p.add_argument("--strategy", choices=planner.STRATEGIES, default="halo", help="planning strategy (default halo)")
-    p.add_argument("--allocator", choices=list(allocators.ALLOCATORS), default="glibc",
-                   help="allocator underneath, and the baseline (default glibc)")
-    p.add_argument("--runs", type=int, default=5, help="timed rounds of the measurement (default 5)")
-    p.add_argument("--cachegrind", action="store_true", help="also count simulated D1/LL misses")
-    p.add_argument("-o", "--output", metavar="DIR", help="where the profile, plan and results go")
+    p.add_argument("--train", metavar="ARGS", help="arguments for the profiling run (default: the measured ones)")
+    p.add_argument("--stdin", metavar="FILE", help="the measured runs read FILE on standard input (each from its start)")
+    p.add_argument("--train-stdin", metavar="FILE", help="the profiling run reads FILE on standard input "
+                   "(default: the --stdin file)")
+    p.add_argument("--allocator", action="append", metavar="NAME|PATH",
+                   help="allocators to consider, repeatable or comma-separated: built-in names or library paths "
+                   f"(default: those of {', '.join(allocators.ALLOCATORS)} that are installed)")
+    p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), metavar="LIST",
+                   help=f"strategies on each allocator, from: {', '.join(strategy_names())} "
+                   f"(default {','.join(DEFAULT_STRATEGIES)})")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
+                   help=f"time for the whole command, profiling included (default {DEFAULT_BUDGET_S:.0f})")
+    p.add_argument("--runs", type=int, default=SearchSettings.confirm_rounds, metavar="N",
+                   help=f"confirmation rounds of the finalists, at least {SearchSettings.min_confirm_rounds} "
+                   f"(default {SearchSettings.confirm_rounds})")
+    p.add_argument("--race-rounds", type=int, default=SearchSettings.race_rounds, metavar="N",
+                   help=f"most rounds of all surviving candidates (default {SearchSettings.race_rounds})")
+    p.add_argument("--min-gain", type=float, default=SearchSettings.min_gain, metavar="X",
+                   help="the finalist's median paired ratio must be at most 1 - X (default "
+                   f"{SearchSettings.min_gain})")
+    p.add_argument("--profile", metavar="FILE", help="use this profile instead of profiling again")
+    p.add_argument("--json", metavar="FILE", help="also write the evidence JSON here (always in the output directory)")
+    p.add_argument("-o", "--output", metavar="DIR", help="where the profile, plans and evidence go")
+    p.add_argument("--keep-temp", action="store_true", help="keep the runs' stdout/stderr files")
     p.set_defaults(func=optimize_command)
 
 
-def _step(title: str) -> None:
-    print(f"\n== {title}", flush=True)
+def _say(msg: str) -> None:
+    print(f"[optimize] {msg}", file=sys.stderr, flush=True)
 
 
-def _run(cmd: list[str]) -> int:
-    print("$ " + shlex.join(cmd), flush=True)
-    return subprocess.run(cmd).returncode
+def _allocator_list(values: list[str] | None) -> list[str]:
+    if not values:
+        found = allocators.available_allocators()
+        return found or ["glibc"]
+    names = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    for name in names:
+        try:
+            allocators.allocator_library(name)
+        except allocators.UnknownAllocator as err:
+            raise UsageError(str(err)) from None
+        if allocators.is_library_path(name) and any(ch in name for ch in FORBIDDEN_IN_SPECS):
+            raise UsageError(f"allocator path {name} contains one of {FORBIDDEN_IN_SPECS!r}, which a configuration "
+                             "spec cannot carry")
+    absolute = [str(allocators.allocator_library(n)) if allocators.is_library_path(n) else n for n in names]
+    if len(set(absolute)) != len(absolute):
+        raise UsageError("an allocator is named twice")
+    return absolute
+
+
+def _strategy_list(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    known = strategy_names()
+    for s in names:
+        if s not in known:
+            raise UsageError(f"unknown strategy {s!r}; choose from: {', '.join(known)}")
+    return list(dict.fromkeys(names))
+
+
+def _settings(args: argparse.Namespace) -> SearchSettings:
+    if args.runs < SearchSettings.min_confirm_rounds:
+        raise UsageError(f"--runs must be at least {SearchSettings.min_confirm_rounds}: the decision needs that many "
+                         "paired rounds")
+    if args.race_rounds < 1:
+        raise UsageError("--race-rounds must be at least 1")
+    if not 0 <= args.min_gain < 1:
+        raise UsageError("--min-gain must be in [0, 1)")
+    if args.budget <= 0:
+        raise UsageError("--budget must be positive")
+    return SearchSettings(race_rounds=args.race_rounds, confirm_rounds=args.runs, min_gain=args.min_gain)
 
 
 def optimize_command(args: argparse.Namespace) -> int:
-    if not args.program:
-        print(f"{PROG}: no program given; usage: heaplayout optimize [options] -- PROG [ARGS...]", file=sys.stderr)
+    start = time.monotonic()
+    try:
+        if not args.program:
+            raise UsageError("no program given; usage: heaplayout optimize [options] -- PROG [ARGS...]")
+        program = resolve_program(args.program)
+        stdin = check_stdin_file(args.stdin)
+        train_stdin = check_stdin_file(args.train_stdin) if args.train_stdin else stdin
+        allocs = _allocator_list(args.allocator)
+        strategies = _strategy_list(args.strategies)
+        settings = _settings(args)
+        if strategies:
+            paths.runtime_library()
+        out = Path(args.output or Path("heaplayout-out") / Path(program[0]).name).resolve()
+        if any(ch in str(out) for ch in FORBIDDEN_IN_SPECS):
+            raise UsageError(f"the output directory {out} contains one of {FORBIDDEN_IN_SPECS!r}, which the plans' "
+                             "configuration specs cannot carry; choose another with -o")
+        given_profile = Path(args.profile).resolve() if args.profile else None
+        if given_profile is not None and not given_profile.is_file():
+            raise UsageError(f"profile not found: {args.profile}")
+    except (UsageError, BenchError, ValueError, paths.MissingArtifact) as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
         return 2
-    prog = args.program
-    name = Path(prog[0]).name
-    out = Path(args.output or Path("heaplayout-out") / name)
     out.mkdir(parents=True, exist_ok=True)
-    train = shlex.split(args.train) if args.train is not None else prog[1:]
-    hl = [sys.executable, "-m", "heaplayout.cli"]
-    profile, result = out / f"{name}.prof", out / "bench.json"
-    # bench labels (not "plan", which bench would read as a configuration)
-    plans = {"planned": out / f"{name}.{args.strategy}.plan", "planned_rest": out / f"{name}.{args.strategy}-rest.plan"}
+    train = shlex.split(args.train) if args.train is not None else list(program[1:])
+    run = OptimizeRun(command=_command_line(args, program, train, allocs, strategies, out), program=program,
+                      train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
+                      settings=settings, started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                      search=SearchResult([]))
+    deadline = start + args.budget
+    variants = [s for s in strategies if s not in POLICY_STRATEGIES]
 
-    _step(f"1. profile {shlex.join([prog[0], *train])}")
-    rc = _run(hl + ["profile", "-o", str(profile), "--", prog[0], *train])
-    if not profile.exists():
-        print(f"{PROG}: profiling failed (exit {rc}); nothing to plan", file=sys.stderr)
-        return 1
-    _step(f"2. plan ({args.strategy}; ungrouped objects to the allocator, and to per-site pools)")
-    for label, rest in (("planned", "allocator"), ("planned_rest", "callsite")):
-        if _run(hl + ["plan", "--strategy", args.strategy, "--rest", rest, "-o", str(plans[label]), str(profile)]) != 0:
+    # 1. profile
+    profile = given_profile
+    t = time.monotonic()
+    if variants and profile is None:
+        profile = _profile(program, train, train_stdin, out, run)
+    run.stage_s["profile"] = time.monotonic() - t
+    run.profile = profile
+
+    # 2. plan
+    t = time.monotonic()
+    if variants and profile is not None:
+        run.plans = _plan(profile, variants, out, Path(program[0]).name, run)
+    elif variants:
+        run.notes.append("no profile, so no plan strategies: only the allocators and the callsite policy were measured")
+    run.stage_s["plan"] = time.monotonic() - t
+
+    # 3. measure
+    t = time.monotonic()
+    candidates = make_candidates(allocs, strategies, run.plans)
+    _say(f"stage 3/4: measure {len(candidates)} candidates on {shlex.join(program)}"
+         f"{' < ' + str(stdin) if stdin else ''}; {max(0.0, deadline - time.monotonic()):.0f} s of the budget left")
+    tmp = Path(tempfile.mkdtemp(prefix="heaplayout-optimize-"))
+    try:
+        try:
+            runner = CandidateRunner(program, candidates, tmp, stdin=stdin)
+        except BenchError as err:
+            print(f"{PROG}: {err}", file=sys.stderr)
+            return 2
+
+        def timed(cand: Candidate, phase: str, rnd: int) -> Measurement:
+            m = runner(cand, phase, rnd)
+            if m.problem is None and m.seconds is not None:
+                _say(f"  {phase} {rnd} {cand.label} {fmt_seconds(m.seconds)}")
+            return m
+
+        warmup = [c.label for c in candidates if c.alone] + [c.label for c in candidates if not c.alone][:1]
+        try:
+            run.search = run_search(candidates, timed, deadline, time.monotonic, settings, _say, warmup)
+        except NondeterministicOutput as err:
+            print(f"{PROG}: {err}", file=sys.stderr)
             return 1
-    _run(hl + ["plan", "show", str(plans["planned"]), "--profile", str(profile)])
+        run.peak_rss_kib = runner.peak_rss_kib
+        run.runs = runner.runs
+        rec = run.recommended
+        cost = max(run.search.race.get(rec.label, {}).values(), default=0.0) if rec is not None else 0.0
+        if rec is not None and not rec.alone and time.monotonic() + cost <= deadline:
+            _say(f"one more run of {rec.label} for the runtime's statistics")
+            run.runtime_stats = runner.runtime_stats(rec)
+        if runner.reference_status is not None and not runner.reference_status.ok:
+            run.notes.append(f"the reference run did not exit 0 ({runner.reference_status.describe()}): every "
+                             "candidate was compared with a failing run")
+    finally:
+        if args.keep_temp:
+            _say(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    run.stage_s["measure"] = time.monotonic() - t
+    run.elapsed_s = time.monotonic() - start
 
-    _step(f"3. measure {shlex.join(prog)}")
-    alloc = args.allocator
-    policy_on = "" if alloc == "glibc" else f"+{alloc}"
-    configs = [alloc, f"callsite{policy_on}", *(f"{label}=plan{policy_on}={p}" for label, p in plans.items())]
-    bench = hl + ["bench", "--runs", str(args.runs), "--config", ",".join(configs), "--json", str(result)]
-    if args.cachegrind:
-        bench.append("--cachegrind")
-    rc = _run(bench + ["--", *prog])
-    if rc != 0 or not result.exists():
-        print(f"{PROG}: the measurement failed (exit {rc}); see above", file=sys.stderr)
-        return 1
+    # 4. report
+    _say("stage 4/4: decision")
+    print(f"{shlex.join(program)}: {len(candidates)} candidates, {run.search.race_rounds} race rounds, "
+          f"{run.runs} runs in {run.elapsed_s:.0f} s (budget {args.budget:.0f} s)")
+    print(terminal_table(run))
+    print()
+    for line in verdict_lines(run):
+        print(line)
+    for note in run.notes:
+        print(f"note: {note}")
+    doc = to_json(run)
+    (out / "optimize.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / "optimize.md").write_text(to_markdown(run))
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    if rec is not None:
+        (out / "recommended.env").write_text(env_file_text(recommendation_env(rec, program)))
+    print(f"evidence: {out / 'optimize.json'}, {out / 'optimize.md'}"
+          + (f"; environment: {out / 'recommended.env'}" if rec is not None else ""))
+    return 0 if rec is not None else 1
 
-    doc = json.loads(result.read_text())
-    ratios = {c["label"]: c["ratio"] for c in doc["configs"] if c["policy"] == "plan"}
-    best = min(ratios, key=lambda label: ratios[label]["median"])
-    r, plan = ratios[best], plans[best]
-    which = "the plan" if best == "planned" else "the plan with per-site pools for the rest"
-    _step("4. verdict")
-    for label, rr in ratios.items():
-        print(f"  {label}: median ratio to {alloc} {rr['median']:.3f} (range {rr['min']:.3f}-{rr['max']:.3f})")
-    if r["max"] < 1.0:
-        verdict = f"{which} is faster than {alloc} alone in every round (median ratio {r['median']:.3f})"
-    elif r["median"] < 0.98:
-        verdict = f"{which} is faster than {alloc} alone in the median (ratio {r['median']:.3f}, range {r['min']:.3f}-{r['max']:.3f})"
-    else:
-        verdict = f"no gain from a plan over {alloc} alone (best median ratio {r['median']:.3f}): run without it"
-    print(verdict)
-    if len(ratios) > 1:
-        print("(the better of two plans, chosen on these rounds: confirm with more rounds, heaplayout bench)")
-    print(f"to use the plan: heaplayout run --plan {shlex.quote(str(plan))} --allocator {alloc} -- {shlex.join(prog)}")
-    return 0
+
+def _command_line(args: argparse.Namespace, program: list[str], train: list[str], allocs: list[str],
+                  strategies: list[str], out: Path) -> str:
+    """The optimize command line that repeats this one (every choice spelled out)."""
+    words = ["heaplayout", "optimize", "--train", shlex.join(train)]
+    if args.stdin:
+        words += ["--stdin", str(Path(args.stdin).resolve())]
+    if args.train_stdin:
+        words += ["--train-stdin", str(Path(args.train_stdin).resolve())]
+    words += ["--allocator", ",".join(allocs), "--strategies", ",".join(strategies), "--budget", f"{args.budget:g}",
+              "--runs", str(args.runs), "--race-rounds", str(args.race_rounds), "--min-gain", f"{args.min_gain:g}",
+              "-o", str(out)]
+    if args.profile:
+        words += ["--profile", str(Path(args.profile).resolve())]
+    return shlex.join([*words, "--", *program])
+
+
+def _profile(program: list[str], train: list[str], stdin: Path | None, out: Path, run: OptimizeRun) -> Path | None:
+    name = Path(program[0]).name
+    profile = out / f"{name}.prof"
+    cmd = [sys.executable, "-m", "heaplayout.cli", "profile", "-o", str(profile)]
+    if stdin is not None:
+        cmd += ["--stdin", str(stdin)]
+    cmd += ["--", program[0], *train]
+    _say(f"stage 1/4: profile the training input under valgrind: {shlex.join([program[0], *train])}"
+         f"{' < ' + str(stdin) if stdin else ''} (its output goes to {out / 'profile.stdout'})")
+    profile.unlink(missing_ok=True)
+    t = time.monotonic()
+    with open(out / "profile.stdout", "wb") as f:
+        rc = subprocess.run(cmd, stdout=f).returncode
+    if not profile.exists():
+        run.notes.append(f"profiling failed (exit {rc}): no plan strategies were measured")
+        _say(f"profiling failed (exit {rc}); going on without plans")
+        return None
+    _say(f"profiled in {time.monotonic() - t:.1f} s -> {profile}")
+    return profile
+
+
+def _plan(profile: Path, variants: list[str], out: Path, name: str, run: OptimizeRun) -> dict[str, Path]:
+    _say(f"stage 2/4: plan {', '.join(variants)}")
+    plans = {}
+    known = plan_variants()
+    for v in variants:
+        pv = known[v]
+        plan = out / f"{name}.{v}.plan"
+        cmd = [sys.executable, "-m", "heaplayout.cli", "plan", "--strategy", pv.strategy, "--rest", pv.rest,
+               "-o", str(plan), str(profile)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not plan.exists():
+            why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+            run.notes.append(f"planning {v} failed: {why}")
+            _say(f"  {v}: planning failed: {why}")
+            continue
+        _say(f"  {v}: {proc.stdout.strip()}")
+        plans[v] = plan
+    return plans

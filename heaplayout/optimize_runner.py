@@ -1,0 +1,81 @@
+"""Running the candidates of `heaplayout optimize`: one timed run of one candidate, with the
+output check of `heaplayout bench` (exit status and stdout equal to the reference run's, the
+first run made). Built on bench's launcher, so times and peak RSS are measured the same way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+from .bench_check import compare_run, stderr_tail
+from .bench_config import config_env, parse_config, program_env
+from .bench_launch import ExitStatus, build_launcher, run_once, sha256_file
+from .bench_run import read_runtime_stats
+from .optimize_search import Candidate, Measurement
+from .runtime_env import for_program
+
+
+class NondeterministicOutput(Exception):
+    """The reference configuration's own runs differ: outputs cannot be checked."""
+
+
+class CandidateRunner:
+    """Runs candidates of one program; a `Runner` for optimize_search.run_search."""
+
+    def __init__(self, program: Sequence[str], candidates: Sequence[Candidate], workdir: Path,
+                 stdin: Path | None = None, base_env: dict[str, str] | None = None):
+        self.program = list(program)
+        self.workdir = workdir
+        self.stdin = stdin
+        workdir.mkdir(parents=True, exist_ok=True)
+        base = dict(os.environ) if base_env is None else base_env
+        self.config_envs = {c.label: config_env(parse_config(c.spec)) for c in candidates}
+        self.envs = {label: program_env(base, for_program(env, self.program[0]))
+                     for label, env in self.config_envs.items()}
+        self.index = {c.label: i for i, c in enumerate(candidates)}
+        self.launcher = build_launcher(workdir)
+        self.reference: tuple[str, ExitStatus, Path, str] | None = None  # label, status, stdout, sha
+        self.peak_rss_kib: dict[str, list[int]] = {c.label: [] for c in candidates}
+        self.runs = 0
+
+    def __call__(self, cand: Candidate, phase: str, rnd: int) -> Measurement:
+        self.runs += 1
+        tag = f"{phase}{rnd}-c{self.index[cand.label]}"
+        wall, status, rss, out, err = run_once(self.program, self.envs[cand.label], self.workdir, tag, self.launcher,
+                                               stdin=self.stdin)
+        self.peak_rss_kib[cand.label].append(rss)
+        sha = sha256_file(out)
+        if self.reference is None:
+            self.reference = (cand.label, status, out, sha)
+            return Measurement(wall)
+        ref_label, ref_status, ref_out, ref_sha = self.reference
+        diff = compare_run(ref_status, ref_out, ref_sha, status, out, sha)
+        if diff is None:
+            out.unlink(missing_ok=True)
+            err.unlink(missing_ok=True)
+            return Measurement(wall)
+        detail = diff[1]
+        tail = stderr_tail(err) if "exit" in diff[0] else ""
+        if tail:
+            detail += f"; its stderr ends: {tail}"
+        if cand.label == ref_label:
+            raise NondeterministicOutput(
+                f"two runs under {ref_label} alone gave different outputs ({detail}): the program is not "
+                "deterministic, so optimize cannot check that a configuration leaves its output unchanged")
+        return Measurement(None, f"output differs from the reference run ({ref_label}): {detail}")
+
+    @property
+    def reference_status(self) -> ExitStatus | None:
+        return self.reference[1] if self.reference else None
+
+    def runtime_stats(self, cand: Candidate) -> object:
+        """The runtime's statistics JSON from one more (untimed) run of `cand`; None for an
+        allocator alone or when the runtime wrote none."""
+        if "HEAPLAYOUT_POLICY" not in self.config_envs[cand.label]:
+            return None
+        path = self.workdir / f"stats-c{self.index[cand.label]}.json"
+        env = {**self.envs[cand.label], "HEAPLAYOUT_STATS_JSON": str(path)}
+        run_once(self.program, env, self.workdir, f"stats-c{self.index[cand.label]}", self.launcher,
+                 stdin=self.stdin)
+        return read_runtime_stats(path)

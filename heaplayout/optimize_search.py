@@ -1,0 +1,404 @@
+"""The search behind `heaplayout optimize`: the candidates, the race that drops losers early
+within a time budget, and the rule that decides what to recommend (docs/optimize.md).
+
+Nothing here runs a program or prints: the caller hands in a `Runner` that runs one
+candidate once and returns its wall time, a `Clock`, and a `say` callback for progress, so
+the whole search can be driven by synthetic times in tests.
+
+1. **Race.** Rounds of every surviving candidate, in an order that rotates from round to
+   round. After each round every time is taken relative to the *best allocator alone* of
+   that round (paired ratios, docs/bench.md); from the second round on, a candidate is
+   dropped when it is clearly slower than the leader (`clearly_slower`), an allocator alone
+   only when it is clearly slower than the best allocator alone (it may still be the best
+   one). When the budget cannot pay for another round of all survivors and the
+   confirmation after it, the worse half of the strategies is dropped (successive halving).
+2. **Confirmation.** The best strategy left (the *finalist*) and every allocator alone left
+   run by themselves, in rotating order, for fresh rounds that played no part in choosing
+   the finalist (the best of many candidates looks better on the rounds that chose it than
+   it is).
+3. **Decision** (`decide`): the finalist is recommended only if, on the confirmation
+   rounds, the upper quartile of its paired ratios to each allocator alone left is below
+   1.0 and their median at most 1 - `min_gain`; otherwise the best allocator alone is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from . import allocators, planner
+from .bench_stats import Spread, paired_ratios, spread
+
+ALONE = "alone"  # the allocator by itself, no runtime
+POLICY_STRATEGIES = ("callsite",)  # runtime policies that need no profile
+DEFAULT_STRATEGIES = ("callsite", "halo", "halo-rest")
+
+
+@dataclass(frozen=True)
+class PlanVariant:
+    """A plan `heaplayout plan` is asked for: its strategy and where ungrouped objects go."""
+
+    name: str  # e.g. "halo-rest"
+    strategy: str  # planner strategy
+    rest: str  # "allocator" (HALO) or "callsite"
+
+
+def plan_variants() -> dict[str, PlanVariant]:
+    """Every plan variant by name: STRATEGY and STRATEGY-rest for each planner strategy.
+    The planner's `callsite` strategy is called `plan-callsite` here, apart from the
+    runtime's `callsite` policy."""
+    out = {}
+    for s in planner.STRATEGIES:
+        name = "plan-callsite" if s == "callsite" else s
+        out[name] = PlanVariant(name, s, "allocator")
+        out[f"{name}-rest"] = PlanVariant(f"{name}-rest", s, "callsite")
+    return out
+
+
+def strategy_names() -> tuple[str, ...]:
+    return (*POLICY_STRATEGIES, *plan_variants())
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One configuration optimize may recommend."""
+
+    label: str  # name in tables and progress, e.g. "halo-rest+jemalloc"
+    spec: str  # a `heaplayout bench --config` spec, e.g. "plan+jemalloc=/abs/prog.halo-rest.plan"
+    allocator: str  # a built-in allocator name or a library path
+    strategy: str  # ALONE, a policy strategy, or a plan variant name
+
+    @property
+    def alone(self) -> bool:
+        return self.strategy == ALONE
+
+
+def candidate_spec(allocator: str, strategy: str, plan: Path | None = None) -> str:
+    """The bench configuration spec of `strategy` on `allocator` (glibc is left implicit)."""
+    on = "" if allocator == "glibc" else f"+{allocator}"
+    if strategy == ALONE:
+        return allocator
+    if strategy in POLICY_STRATEGIES:
+        return f"{strategy}{on}"
+    if plan is None:
+        raise ValueError(f"strategy {strategy!r} needs a plan file")
+    return f"plan{on}={plan}"
+
+
+def make_candidates(allocator_names: Sequence[str], strategies: Sequence[str],
+                    plans: Mapping[str, Path]) -> list[Candidate]:
+    """Every allocator alone first (in the given order), then each strategy on each
+    allocator. A plan strategy without a plan in `plans` (planning failed) is left out."""
+    short: dict[str, str] = {}
+    for a in allocator_names:  # table names: library paths by file name, made unique
+        name = allocators.display_name(a)
+        n = 2
+        while name in short.values():
+            name, n = f"{allocators.display_name(a)}#{n}", n + 1
+        short[a] = name
+    out = [Candidate(short[a], candidate_spec(a, ALONE), a, ALONE) for a in allocator_names]
+    for s in strategies:
+        if s not in POLICY_STRATEGIES and s not in plans:
+            continue
+        for a in allocator_names:
+            out.append(Candidate(f"{s}+{short[a]}", candidate_spec(a, s, plans.get(s)), a, s))
+    return out
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    race_rounds: int = 6  # at most this many rounds of all survivors
+    confirm_rounds: int = 9  # confirmation rounds of the two finalists, budget permitting
+    min_confirm_rounds: int = 5  # with fewer, nothing is resolved: the allocator alone is recommended
+    # nothing is dropped on fewer rounds: on these shared machines a neighbour's burst made ten
+    # candidates of one round run 2.8x their time, and glibc twice 2.4x in two rounds
+    # (tests/commands/stdin_worker compute, 42 ms runs)
+    min_drop_rounds: int = 3
+    # an allocator alone may be the best one, against which everything is judged: dropping
+    # it by mistake could let a slower strategy be recommended, so it needs more rounds
+    min_drop_rounds_alone: int = 4
+    # dropped when the lower quartile (the minimum below 4 rounds) of its paired ratios to the
+    # leader is above 1 + drop_margin: slower in every round (most rounds) by more than noise
+    drop_margin: float = 0.03
+    # the finalist's median ratio must be at most 1 - min_gain: a gain smaller than the
+    # rounds can resolve on these machines is not worth a different allocator
+    min_gain: float = 0.01
+
+
+def clearly_slower(ratios: Sequence[float], settings: SearchSettings, alone: bool = False) -> bool:
+    """Whether paired ratios t_candidate / t_reference say the candidate is slower beyond noise."""
+    if len(ratios) < max(1, settings.min_drop_rounds_alone if alone else settings.min_drop_rounds):
+        return False
+    low = min(ratios) if len(ratios) < 4 else spread(ratios).q1
+    return low > 1 + settings.drop_margin
+
+
+Times = dict[str, dict[int, float]]  # label -> round -> wall seconds
+
+
+def standing(times: Times, label: str, reference: str) -> float:
+    """Median paired ratio of `label` to `reference` over their shared rounds (inf if none)."""
+    r = paired_ratios(times.get(label, {}), times.get(reference, {}))
+    return spread(r).median if r else math.inf
+
+
+def best_alone(times: Times, alone: Sequence[str]) -> str | None:
+    """The allocator alone with the lowest median paired ratio to the first of them (all
+    survivors have run in every round, so any one of them is a fair common reference)."""
+    ran = [a for a in alone if times.get(a)]
+    if not ran:
+        return None
+    return min(ran, key=lambda a: (standing(times, a, ran[0]), ran.index(a)))
+
+
+@dataclass(frozen=True)
+class Decision:
+    recommended: str | None  # the label recommended (None: nothing could be measured)
+    best_allocator: str | None
+    finalist: str | None  # the best strategy after the race, if one was confirmed
+    resolved: bool  # the finalist's advantage over every allocator alone left is resolved
+    ratios: tuple[float, ...]  # confirmation rounds: t_finalist / t_best_allocator
+    reason: str
+    # confirmation rounds: t_finalist / t_allocator for every allocator alone confirmed
+    ratios_by_allocator: dict[str, tuple[float, ...]] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> Spread | None:
+        return spread(self.ratios) if self.ratios else None
+
+
+def _beats(ratios: Sequence[float], settings: SearchSettings) -> bool:
+    s = spread(ratios)
+    return s.q3 < 1.0 and s.median <= 1.0 - settings.min_gain
+
+
+def decide(best: str, finalist: str | None, ratios: Mapping[str, Sequence[float]],
+           settings: SearchSettings) -> Decision:
+    """The decision rule. `ratios` holds, for each allocator alone confirmed (`best` among
+    them), the confirmation rounds' paired ratios t_finalist / t_allocator. The finalist is
+    recommended only if it beats every one of them: upper quartile below 1.0 and median at
+    most 1 - min_gain. Which allocator alone is best is itself uncertain when two are close,
+    and the promise is never to be slower than the best one, whichever it is."""
+    by = {a: tuple(r) for a, r in ratios.items()}
+    mine = by.get(best, ())
+    if finalist is None:
+        return Decision(best, best, None, False, mine, "no strategy reached the confirmation", by)
+    n = min((len(r) for r in by.values()), default=0)
+    if n < settings.min_confirm_rounds:
+        return Decision(best, best, finalist, False, mine,
+                        f"only {n} confirmation rounds (at least {settings.min_confirm_rounds} needed): "
+                        f"the advantage of {finalist} is not resolved", by)
+    losing = [a for a in by if not _beats(by[a], settings)]
+    if not losing:
+        s = spread(mine)
+        others = [a for a in by if a != best]
+        also = f" and every other allocator alone left ({', '.join(others)})" if others else ""
+        return Decision(finalist, best, finalist, True, mine,
+                        f"{finalist} is faster than {best} alone{also}: paired ratio to {best} median {s.median:.3f}, "
+                        f"upper quartile {s.q3:.3f} < 1 over {s.n} confirmation rounds", by)
+    a = best if best in losing else losing[0]
+    s = spread(by[a])
+    why = (f"upper quartile {s.q3:.3f} is not below 1" if s.q3 >= 1.0
+           else f"median {s.median:.3f} is not below {1.0 - settings.min_gain:.3f}")
+    return Decision(best, best, finalist, False, mine,
+                    f"the advantage of {finalist} over {a} alone is not resolved ({why}; median {s.median:.3f} "
+                    f"over {s.n} confirmation rounds)", by)
+
+
+# --------------------------------------------------------------------------- the search
+
+
+@dataclass(frozen=True)
+class Measurement:
+    seconds: float | None  # wall time, None when the run failed its check
+    problem: str | None = None  # why the run does not count (output differs, crashed)
+
+
+Runner = Callable[[Candidate, str, int], Measurement]  # (candidate, phase, round)
+Clock = Callable[[], float]
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Elimination:
+    phase: str  # "warmup", "race", "halving" or "confirm"
+    round: int
+    reason: str
+
+
+@dataclass
+class SearchResult:
+    candidates: list[Candidate]
+    race: Times = field(default_factory=dict)
+    confirm: Times = field(default_factory=dict)
+    eliminated: dict[str, Elimination] = field(default_factory=dict)
+    race_rounds: int = 0
+    decision: Decision | None = None
+    stop_reason: str = ""
+
+    def by_label(self) -> dict[str, Candidate]:
+        return {c.label: c for c in self.candidates}
+
+
+def _cost(times: Times, label: str) -> float:
+    vals = sorted(times.get(label, {}).values())
+    return vals[len(vals) // 2] if vals else 0.0
+
+
+def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, clock: Clock,
+               settings: SearchSettings = SearchSettings(), say: Say = lambda _m: None,
+               warmup: Sequence[str] = ()) -> SearchResult:
+    """Race, confirmation and decision (module docstring). `deadline` is a `clock()` value
+    the search plans to end by; the first race round always runs in full."""
+    res = SearchResult(list(candidates))
+    cands = res.by_label()
+    survivors = [c.label for c in candidates]
+    res.race = {label: {} for label in survivors}
+
+    def drop(label: str, phase: str, rnd: int, reason: str) -> None:
+        if label in survivors:
+            survivors.remove(label)
+            res.eliminated[label] = Elimination(phase, rnd, reason)
+            say(f"eliminated {label} ({phase} round {rnd}): {reason}")
+
+    def alone_left() -> list[str]:
+        return [s for s in survivors if cands[s].alone]
+
+    for label in warmup:
+        m = run(cands[label], "warmup", 1)
+        if m.problem:
+            drop(label, "warmup", 1, m.problem)
+
+    best: str | None = None
+    rnd = 0
+    while True:
+        rnd += 1
+        if rnd > 1 and not _halve_for_budget(res, survivors, best, deadline, clock, settings, drop, rnd):
+            res.stop_reason = "the budget allows no further race round"
+            break
+        n = len(survivors)
+        order = survivors[(rnd - 1) % n:] + survivors[:(rnd - 1) % n] if n else []
+        say(f"race round {rnd}/{settings.race_rounds}: {n} candidates")
+        for label in order:
+            m = run(cands[label], "race", rnd)
+            if m.problem:
+                drop(label, "race", rnd, m.problem)
+            elif m.seconds is not None:
+                res.race[label][rnd] = m.seconds
+        res.race_rounds = rnd
+        best = best_alone(res.race, alone_left())
+        if best is None:
+            res.stop_reason = "no allocator alone ran with the reference output"
+            break
+        _eliminate(res, survivors, best, settings, drop, rnd)
+        say("standings (median ratio to " + best + "): " + ", ".join(
+            f"{s} {standing(res.race, s, best):.3f}" for s in sorted(survivors, key=lambda s: standing(res.race, s, best))))
+        strategies = [s for s in survivors if not cands[s].alone]
+        if rnd >= settings.race_rounds:
+            res.stop_reason = f"{settings.race_rounds} race rounds done"
+            break
+        if len(strategies) == 1 and rnd >= settings.min_drop_rounds_alone:
+            # the confirmation runs it against every allocator alone left; the rounds up to
+            # here gave the allocators alone their chance to be dropped
+            res.stop_reason = "one strategy left"
+            break
+        if not strategies and len(alone_left()) <= 1:
+            res.stop_reason = "one allocator alone left"
+            break
+
+    if best is None:
+        res.decision = Decision(None, None, None, False, (), res.stop_reason)
+        return res
+    best = best_alone(res.race, alone_left()) or best
+    strategies = [s for s in survivors if not cands[s].alone]
+    finalist = min(strategies, key=lambda s: standing(res.race, s, best)) if strategies else None
+    if finalist is None:
+        res.decision = decide(best, None, {}, settings)
+        return res
+    race_ratio = standing(res.race, finalist, best)
+    if race_ratio >= 1.0:
+        res.decision = Decision(best, best, None, False, (),
+                                f"no strategy was faster than {best} alone in the race (the best, {finalist}, "
+                                f"at median ratio {race_ratio:.3f})")
+        return res
+    res.decision = _confirm(res, best, finalist, run, deadline, clock, settings, say, drop, alone_left())
+    return res
+
+
+def _eliminate(res: SearchResult, survivors: list[str], best: str, settings: SearchSettings,
+               drop: Callable[[str, str, int, str], None], rnd: int) -> None:
+    """Drop the survivors clearly slower than the leader (allocators alone: than `best`)."""
+    cands = res.by_label()
+    leader = min(survivors, key=lambda s: standing(res.race, s, best))
+    for label in list(survivors):
+        if label in (best, leader):
+            continue
+        ref = best if cands[label].alone else leader
+        ratios = paired_ratios(res.race[label], res.race[ref])
+        if clearly_slower(ratios, settings, alone=cands[label].alone):
+            drop(label, "race", rnd, f"clearly slower than {ref}: paired ratios "
+                 + ", ".join(f"{r:.3f}" for r in ratios))
+
+
+def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None, deadline: float, clock: Clock,
+                      settings: SearchSettings, drop: Callable[[str, str, int, str], None], rnd: int) -> bool:
+    """While another race round of all survivors plus the confirmation would overrun the
+    deadline, drop the worse half of the strategies other than the leading one. Allocators
+    alone are kept: the best of them is the yardstick. False when no round fits."""
+    if best is None:
+        return False
+    cands = res.by_label()
+    while True:
+        strategies = [s for s in survivors if not cands[s].alone]
+        leader = min(strategies, key=lambda s: standing(res.race, s, best)) if strategies else None
+        confirm_round = sum(_cost(res.race, s) for s in survivors if cands[s].alone)
+        reserve = settings.min_confirm_rounds * (confirm_round + (_cost(res.race, leader) if leader else 0))
+        if clock() + sum(_cost(res.race, s) for s in survivors) + reserve <= deadline:
+            return True
+        others = sorted((s for s in strategies if s != leader), key=lambda s: standing(res.race, s, best))
+        if not others:
+            return False
+        for label in others[len(others) // 2:]:
+            drop(label, "halving", rnd, f"the budget does not pay for another round of {len(survivors)} candidates; "
+                 f"median ratio {standing(res.race, label, best):.3f}, in the worse half")
+
+
+def _confirm(res: SearchResult, best: str, finalist: str, run: Runner, deadline: float, clock: Clock,
+             settings: SearchSettings, say: Say, drop: Callable[[str, str, int, str], None],
+             alone: Sequence[str]) -> Decision:
+    """Fresh rounds of the finalist and every allocator alone left, in rotating order;
+    then the decision on them."""
+    cands = res.by_label()
+    group = [*alone, finalist]
+    per_round = sum(_cost(res.race, label) for label in group)
+    affordable = int((deadline - clock()) / per_round) if per_round > 0 else settings.confirm_rounds
+    planned = max(0, min(settings.confirm_rounds, affordable))
+    if planned < settings.min_confirm_rounds:
+        return Decision(best, best, finalist, False, (),
+                        f"the budget left allows {planned} confirmation rounds of {finalist} against the allocators "
+                        f"alone (at least {settings.min_confirm_rounds} needed): the advantage of {finalist} is not "
+                        "resolved")
+    res.confirm = {label: {} for label in group}
+    say(f"confirmation: {finalist} against {', '.join(alone)} alone, {planned} rounds")
+    for k in range(1, planned + 1):
+        shift = (k - 1) % len(group)
+        for label in group[shift:] + group[:shift]:
+            m = run(cands[label], "confirm", k)
+            if m.problem:
+                drop(label, "confirm", k, m.problem)
+                return Decision(best if label == finalist else None, best, finalist, False, (),
+                                f"{label} failed its output check in the confirmation")
+            res.confirm[label][k] = m.seconds or 0.0
+        say(f"confirm round {k}/{planned}: " + ", ".join(
+            f"{finalist} / {a} = {res.confirm[finalist][k] / res.confirm[a][k]:.3f}" for a in alone
+            if res.confirm[a][k] > 0))
+    # the best allocator alone on every round the allocators ran together, race and confirmation
+    both: Times = {a: {**res.race[a], **{1000 + k: v for k, v in res.confirm[a].items()}} for a in alone}
+    best = best_alone(both, alone) or best
+    ratios = {a: paired_ratios(res.confirm[finalist], res.confirm[a]) for a in alone}
+    return decide(best, finalist, ratios, settings)

@@ -1,0 +1,175 @@
+"""optimize's search on synthetic round data: candidates and their specs, the race that drops
+losers, budget halving, and the decision rule (heaplayout/optimize_search.py)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from heaplayout import bench
+from heaplayout.optimize_search import (Candidate, Measurement, SearchSettings, clearly_slower, decide,
+                                        make_candidates, run_search)
+
+PLAN = Path("/plans/p.plan")
+
+
+def candidates(allocs=("glibc", "jemalloc", "tcmalloc"), strategies=("callsite", "halo")) -> list[Candidate]:
+    return make_candidates(list(allocs), list(strategies), {"halo": PLAN})
+
+
+class FakeProgram:
+    """Runs take `true[label]` seconds times noise; the clock advances by each run."""
+
+    def __init__(self, true: dict[str, float], noise: float = 0.01, seed: int = 1,
+                 confirm_true: dict[str, float] | None = None, broken: set[str] = frozenset()):
+        self.true, self.noise, self.rng = true, noise, random.Random(seed)
+        self.confirm_true = confirm_true or {}
+        self.broken = broken
+        self.now = 0.0
+        self.calls: list[tuple[str, str, int]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self, cand: Candidate, phase: str, rnd: int) -> Measurement:
+        self.calls.append((cand.label, phase, rnd))
+        base = self.confirm_true.get(cand.label, self.true[cand.label]) if phase == "confirm" else self.true[cand.label]
+        t = base * (1 + self.rng.uniform(-self.noise, self.noise))
+        self.now += t
+        if cand.label in self.broken:
+            return Measurement(None, "output differs from the reference run (glibc): stdout line 1")
+        return Measurement(t)
+
+
+def times(**ratios: float) -> dict[str, float]:
+    """Run times of every default candidate: 1.0 s unless given (labels with '+' as '_')."""
+    out = {c.label: 1.0 for c in candidates()}
+    out.update({k.replace("__", "+"): v for k, v in ratios.items()})
+    return out
+
+
+def test_candidates_and_their_bench_specs():
+    cs = candidates(("glibc", "jemalloc", "/opt/lib/libfoo.so"), ("callsite", "halo", "hds"))
+    got = {c.label: (c.spec, c.strategy) for c in cs}
+    assert list(got)[:3] == ["glibc", "jemalloc", "libfoo.so"]
+    assert got["callsite+glibc"] == ("callsite", "callsite")
+    assert got["callsite+jemalloc"] == ("callsite+jemalloc", "callsite")
+    assert got["halo+glibc"] == (f"plan={PLAN}", "halo")
+    assert got["halo+libfoo.so"] == (f"plan+/opt/lib/libfoo.so={PLAN}", "halo")
+    assert not any(c.strategy == "hds" for c in cs)  # no hds plan was made
+    for c in cs:  # every spec is a configuration bench accepts as it is
+        parsed = bench.parse_config(c.spec)
+        assert parsed.allocator == c.allocator and (parsed.policy is None) == c.alone
+
+
+def test_resolved_win_recommends_the_strategy():
+    prog = FakeProgram(times(glibc=1.02, tcmalloc=1.3, halo__jemalloc=0.8, halo__glibc=0.85))
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    d = res.decision
+    assert d.best_allocator == "jemalloc" and d.finalist == "halo+jemalloc"
+    assert d.resolved and d.recommended == "halo+jemalloc"
+    assert len(d.ratios) == SearchSettings.confirm_rounds and d.summary.q3 < 0.85
+    # the confirmation ran the finalist and the allocators alone left (tcmalloc, 1.3x, was
+    # dropped after 4 rounds), in rotating order
+    assert res.eliminated["tcmalloc"].round == SearchSettings.min_drop_rounds_alone
+    confirm = [(label, rnd) for label, phase, rnd in prog.calls if phase == "confirm"]
+    assert confirm[:6] == [("glibc", 1), ("jemalloc", 1), ("halo+jemalloc", 1),
+                           ("jemalloc", 2), ("halo+jemalloc", 2), ("glibc", 2)]
+    assert set(d.ratios_by_allocator) == {"glibc", "jemalloc"}
+
+
+def test_unresolved_gain_recommends_the_allocator_alone():
+    """A strategy 0.5% faster under 3% noise: not resolved, so the allocator alone."""
+    prog = FakeProgram(times(glibc=1.1, tcmalloc=1.3, halo__jemalloc=0.995), noise=0.03, seed=7)
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    d = res.decision
+    assert d.recommended == "jemalloc" and not d.resolved
+    assert "not resolved" in d.reason or "no strategy was faster" in d.reason
+
+
+def test_losers_are_eliminated_early():
+    prog = FakeProgram(times(tcmalloc=1.5, callsite__tcmalloc=1.6, halo__tcmalloc=1.55, halo__glibc=0.7))
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    s = SearchSettings()
+    for label in ("callsite+tcmalloc", "halo+tcmalloc"):
+        e = res.eliminated[label]
+        assert (e.phase, e.round) == ("race", s.min_drop_rounds) and "clearly slower than halo+glibc" in e.reason
+        assert len(res.race[label]) == s.min_drop_rounds
+    # an allocator alone needs more rounds: it might be the yardstick
+    assert res.eliminated["tcmalloc"].round == s.min_drop_rounds_alone
+    # one strategy left once the allocators alone had their rounds: on to the confirmation
+    assert res.race_rounds == s.min_drop_rounds_alone and res.stop_reason == "one strategy left"
+    assert len(res.race["halo+glibc"]) == res.race_rounds
+    assert res.decision.recommended == "halo+glibc"
+
+
+def test_the_decision_uses_fresh_rounds_only():
+    """A strategy that looked 10% faster in the race but is not: the confirmation rounds,
+    which did not choose it, decide."""
+    prog = FakeProgram(times(halo__glibc=0.9), confirm_true={"halo+glibc": 1.0}, noise=0.02)
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    assert res.decision.finalist == "halo+glibc" and not res.decision.resolved
+    assert res.decision.recommended in ("glibc", "jemalloc", "tcmalloc")
+
+
+def test_a_candidate_with_a_wrong_output_is_never_recommended():
+    prog = FakeProgram(times(halo__glibc=0.5, halo__jemalloc=0.8), broken={"halo+glibc"})
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    assert "output differs" in res.eliminated["halo+glibc"].reason
+    assert res.decision.recommended == "halo+jemalloc"
+
+
+def test_budget_halves_the_field_and_is_kept():
+    """Budget for 4.5 rounds of everything: the race halves the strategies, keeps every
+    allocator alone, and still confirms (5 rounds of 3 allocators and the finalist) within
+    the deadline."""
+    true = times(glibc=1.1, halo__jemalloc=0.8)
+    prog = FakeProgram(true)
+    deadline = 4.5 * sum(true.values())
+    res = run_search(candidates(), prog, deadline=deadline, clock=prog.clock)
+    halved = [label for label, e in res.eliminated.items() if e.phase == "halving"]
+    assert halved and not any(label in ("glibc", "jemalloc", "tcmalloc") for label in halved)
+    assert prog.now <= deadline
+    assert res.decision.recommended == "halo+jemalloc" and res.decision.resolved
+
+
+def test_no_budget_for_confirmation_means_the_allocator_alone():
+    true = times(halo__jemalloc=0.8)
+    prog = FakeProgram(true)
+    res = run_search(candidates(), prog, deadline=1.2 * sum(true.values()), clock=prog.clock)
+    assert res.race_rounds == 1 and res.decision.recommended in ("glibc", "jemalloc", "tcmalloc")
+    assert not res.decision.resolved and "confirmation rounds" in res.decision.reason
+
+
+@pytest.mark.parametrize("ratios, winner", [
+    ([0.80, 0.82, 0.79, 0.81, 0.80], "plan"),  # resolved
+    ([0.90, 0.95, 1.02, 0.97, 1.01, 1.05, 0.94], "alone"),  # median 0.97, upper quartile 1.015
+    ([0.995, 0.994, 0.996, 0.995, 0.993], "alone"),  # always faster, by less than min_gain
+    ([0.80, 0.80, 0.80, 0.80], "alone"),  # too few rounds
+])
+def test_decision_rule(ratios, winner):
+    d = decide("mimalloc", "plan", {"mimalloc": ratios}, SearchSettings())
+    assert d.recommended == ("plan" if winner == "plan" else "mimalloc")
+    assert d.resolved == (winner == "plan")
+
+
+def test_the_finalist_must_beat_every_allocator_alone_left():
+    """Two allocators alone within noise of each other: either may be the best one, so a
+    strategy that beats only one of them is not recommended."""
+    win = [0.90, 0.91, 0.89, 0.90, 0.92]
+    tie = [0.99, 1.02, 0.98, 1.01, 1.00]
+    d = decide("jemalloc", "callsite+glibc", {"jemalloc": win, "glibc": tie}, SearchSettings())
+    assert d.recommended == "jemalloc" and not d.resolved and "over glibc alone" in d.reason
+    d = decide("jemalloc", "callsite+glibc", {"jemalloc": win, "glibc": win}, SearchSettings())
+    assert d.recommended == "callsite+glibc" and d.resolved
+
+
+def test_clearly_slower_needs_rounds():
+    s = SearchSettings()
+    assert not clearly_slower([3.0, 3.0], s)  # two rounds decide nothing
+    assert clearly_slower([1.2, 1.1, 1.05], s)
+    assert not clearly_slower([1.2, 1.1, 1.01], s)  # one round within noise
+    assert not clearly_slower([1.2, 1.1, 1.05], s, alone=True)  # an allocator alone needs 4
+    assert clearly_slower([1.2, 1.1, 1.05, 1.2, 0.9], s, alone=True)  # lower quartile 1.05
