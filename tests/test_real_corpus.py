@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.real import check, corpus, measure, outputs  # noqa: E402
+from benchmarks.real import check, corpus, measure, outputs, report  # noqa: E402
 from heaplayout import bench  # noqa: E402
 
 CHEAP = ["sqlite3", "lua5.4", "jq"]  # installed by scripts/setup.sh
@@ -204,3 +204,34 @@ def test_bench_feeds_stdin_to_the_program_under_the_runtime(runtime_lib, program
     assert doc["ok"], doc["mismatch_messages"]
     stats = next(c for c in doc["configs"] if c["label"] == "callsite")["runtime_stats"]
     assert stats and sum(pool["objects"] for pool in stats["pools"]) > 1_000, json.dumps(stats)[:500]
+
+
+# ------------------------------------------------------------------ report
+
+
+def _bench_doc(ratios: dict[str, list[float]]) -> dict:
+    return {"configs": [{"label": k, "ratio": {"values": v}, "output_ok": True} for k, v in ratios.items()]}
+
+
+def test_ratios_are_paired_round_by_round():
+    """t(a)/t(b) per round from the per-round ratios to glibc: a slow round for both cancels."""
+    doc = _bench_doc({"glibc": [1, 1, 1], "jemalloc": [0.5, 1.0, 0.8], "callsite+jemalloc": [0.45, 1.1, 0.4]})
+    assert report.paired(doc, "callsite+jemalloc", "jemalloc") == pytest.approx([0.9, 1.1, 0.5])
+    s = report.summary(report.paired(doc, "callsite+jemalloc", "jemalloc"))
+    assert s["median"] == pytest.approx(0.9) and s["min"] == pytest.approx(0.5) and s["n"] == 3
+    assert report.paired(doc, "callsite+jemalloc", "mimalloc") is None
+    assert measure.best_allocator({"configs": [{"label": "glibc", "ratio": {"median": 1.0}},
+                                               {"label": "jemalloc", "ratio": {"median": 0.7}},
+                                               {"label": "callsite", "ratio": {"median": 0.5}}]}) == "jemalloc"
+
+
+def test_plan_configurations_pair_each_plan_with_its_allocator(tmp_path):
+    plans = {"halo": tmp_path / "h.plan", "halo_rest": tmp_path / "r.plan"}
+    texts = measure.plan_configs("mimalloc", plans)
+    assert texts[:2] == ["glibc", "mimalloc"]
+    configs = bench.parse_configs(texts)
+    by_label = {c.label: c for c in configs}
+    assert by_label["halo.glibc"].allocator == "glibc" and by_label["halo_rest.mimalloc"].allocator == "mimalloc"
+    assert dict(by_label["halo_rest.mimalloc"].options)["plan"] == str(plans["halo_rest"])
+    assert measure.plan_configs("glibc", plans) == ["glibc", f"halo.glibc=plan={plans['halo']}",
+                                                   f"halo_rest.glibc=plan={plans['halo_rest']}"]

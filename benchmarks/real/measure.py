@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -108,7 +109,7 @@ def profile(program: Program, input_dir: Path, out: Path, log: Path, say: Say) -
     cmd = [*HL, "profile", "-o", str(out), "--log-file", str(log.with_suffix(".valgrind.log")), "--",
            *program.argv(input_dir)]
     say(f"[real] {program.name}: profiling the training input (valgrind, ~30x slower)")
-    with open(log, "ab") as lf, (open(stdin, "rb") if stdin else subprocess.DEVNULL) as sin:  # type: ignore[attr-defined]
+    with open(log, "ab") as lf, open(stdin or os.devnull, "rb") as sin:
         lf.write(("$ " + " ".join(cmd) + "\n").encode())
         lf.flush()
         rc = subprocess.run(cmd, stdin=sin, stdout=subprocess.DEVNULL, stderr=lf, env=base_environment(program),

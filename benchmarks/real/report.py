@@ -41,6 +41,21 @@ def fmt(s: dict | None, bold_above: float | None = None) -> str:
     return text
 
 
+def plan_statistics(doc: dict | None, label: str) -> dict | None:
+    """From the runtime's statistics of a plan configuration's last warm-up run: how many
+    allocations it saw, how many its groups placed, and its full and replayed stack walks."""
+    if doc is None:
+        return None
+    stats = next((c.get("runtime_stats") for c in doc["configs"] if c["label"] == label), None)
+    if not isinstance(stats, dict) or "pools" not in stats:
+        return None
+    pools = stats["pools"]
+    grouped = sum(int(p["objects"]) for p in pools if p.get("kind") == "group")
+    total = sum(int(p["objects"]) for p in pools) + int(stats.get("forwarded", {}).get("objects", 0))
+    return {"allocations": total, "grouped": grouped, "walks": stats.get("plan_walks"),
+            "replays": stats.get("plan_replays")}
+
+
 def output_verdict(*docs: dict | None) -> str:
     bad = sorted({c["label"] for d in docs if d for c in d["configs"] if not c["output_ok"]})
     return "same" if not bad else "MISMATCH: " + ", ".join(bad)
@@ -72,6 +87,8 @@ def program_summary(name: str, check: list[dict], alloc_doc: dict | None, plan_d
                 label = plan_label(strategy, alloc)
                 row["plans_vs_underneath"][label] = summary(paired(plan_doc, label, alloc))
                 row["plans_vs_best"][label] = summary(paired(plan_doc, label, best))
+        row["plan_statistics"] = {plan_label(s, "glibc"): plan_statistics(plan_doc, plan_label(s, "glibc"))
+                                  for s in PLAN_STRATEGIES}
         row["plans_output"] = output_verdict(plan_doc)
     return row
 
@@ -124,6 +141,18 @@ def markdown(rows: list[dict], command: str, note: str) -> str:
             top_text = f"{fmt(top[0], 1.02)} ({top[1]})" if top else "—"
             out.append(f"| {r['program']} | {best} | " + " | ".join(on_glibc + on_best)
                        + f" | {top_text} | {r['plans_output']} |")
+    stats_rows = [(r["program"], r["plan_statistics"].get(plan_label("halo", "glibc"))) for r in planned]
+    stats_rows = [(n, st) for n, st in stats_rows if st and st["allocations"]]
+    if stats_rows:
+        out += ["", "The halo plan on glibc at run time (runtime statistics of the last warm-up run on the measuring "
+                "input): allocations seen, the share its groups placed, and stack walks per allocation (full walks "
+                "and replayed ones):", "",
+                "| program | allocations | placed in groups | full walks / allocation | replays / allocation |",
+                "|---|---:|---:|---:|---:|"]
+        for name, st in stats_rows:
+            n = st["allocations"]
+            out.append(f"| {name} | {_count(n)} | {100 * st['grouped'] / n:.1f}% | "
+                       f"{(st['walks'] or 0) / n:.3f} | {(st['replays'] or 0) / n:.3f} |")
     failed = [(r["program"], f) for r in rows for f in r["failures"]]
     if failed:
         out += ["", "Failures:", ""] + [f"- {p}: {f}" for p, f in failed]

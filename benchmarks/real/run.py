@@ -123,11 +123,16 @@ def stage_plans(p: corpus.Program, dirs: dict[str, Path], dest: Path, best: str,
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = Path(args.out).resolve()
-    programs = corpus.select(corpus.load_corpus(), args.programs.split(",") if args.programs else None)
+    try:
+        programs = corpus.select(corpus.load_corpus(), args.programs.split(",") if args.programs else None)
+    except ValueError as err:  # a malformed manifest or an unknown program name
+        say(f"[real] {err}")
+        return 2
     if not args.no_install:
         subprocess.run([str(Path(__file__).with_name("install.sh"))], check=True)
     command = "python3 -m benchmarks.real.run " + shlex.join(argv if argv is not None else sys.argv[1:])
     rows, checks, bad = [], [], 0
+    benches: list[dict | None] = []  # every bench document shown, for the rounds they used
     for p in programs:
         t0 = time.monotonic()
         dest = out / p.name
@@ -147,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 plan_doc = stage_plans(p, dirs, dest, best, args, failures)
         else:
             plan_doc = load_json(dest / "plans.json")  # type: ignore[assignment]
+        benches += [alloc_doc, plan_doc]  # type: ignore[list-item]
         row = report.program_summary(p.name, checked, alloc_doc, plan_doc, best, failures)  # type: ignore[arg-type]
         rows.append(row)
         if failures or row["check_ok"] is False or "MISMATCH" in row.get("allocators_output", "") \
@@ -154,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
             bad += 1
         say(f"[real] {p.name}: done in {time.monotonic() - t0:.0f}s")
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
-    note = (f"{args.runs} interleaved rounds after {args.warmup} warm-up per bench; load average at the end "
-            f"{' '.join(load)} (a shared 2-core machine).")
+    rounds = sorted({(d["runs"], d["warmup"]) for d in benches if d})
+    measured = ", ".join(f"{r} interleaved rounds after {w} warm-up" for r, w in rounds) or "nothing timed"
+    note = f"Benches: {measured}; load average at the end {' '.join(load)} (a shared 2-core machine)."
     measure.write_json(out / "real.json", {"schema": "heaplayout-real-corpus/1", "command": command,
                                            "runs": args.runs, "warmup": args.warmup, "programs": rows})
     (out / "real.md").write_text(report.markdown(rows, command, note))
