@@ -366,27 +366,26 @@ static void scan_for_pending(uintptr_t pc) {
   scan_unlock();
 }
 
-/* site_of's slow half: pc is the first frame of no rule while modules are pending. */
-static HL_NOINLINE const site_entry *site_after_scan(uintptr_t pc) {
-  const rule_table *before = atomic_load_explicit(&plan.table, memory_order_acquire);
+/* site_of's slow half: pc is the first frame of no rule in table t while modules are
+ * pending (or since t, another thread published a table that may have it). */
+static HL_NOINLINE const site_entry *site_after_scan(const rule_table *t, uintptr_t pc) {
   scan_for_pending(pc);
-  const rule_table *after = atomic_load_explicit(&plan.table, memory_order_acquire);
-  return after != before ? site_lookup(after, pc) : NULL;
+  const rule_table *now = atomic_load_explicit(&plan.table, memory_order_acquire);
+  return now != t ? site_lookup(now, pc) : NULL;
 }
 
 /* A walked site whose rules wait for a pending module, with the frames the walk found:
  * when one of them lies in a module not known yet, that module may be the one; the entry
  * of the same site in the table after the scan (same rules, frames resolved), else e. */
 static HL_NOINLINE const site_entry *site_awake(const site_entry *e, const uintptr_t *chain, unsigned n) {
-  if (atomic_load_explicit(&plan.npending, memory_order_relaxed) == 0) return e;
-  const rule_table *before = atomic_load_explicit(&plan.table, memory_order_acquire);
-  for (unsigned k = 1; k < n; k++)
-    if (!pc_known(chain[k])) {
-      scan_for_pending(chain[k]);
-      break;
-    }
-  const rule_table *after = atomic_load_explicit(&plan.table, memory_order_acquire);
-  const site_entry *w = after != before ? site_lookup(after, e->pc) : NULL;
+  if (atomic_load_explicit(&plan.npending, memory_order_relaxed))
+    for (unsigned k = 1; k < n; k++)
+      if (!pc_known(chain[k])) {
+        scan_for_pending(chain[k]);
+        break;
+      }
+  /* e may be of an older table than the one now published (by this scan or another's) */
+  const site_entry *w = site_lookup(atomic_load_explicit(&plan.table, memory_order_acquire), e->pc);
   return w ? w : e;
 }
 
@@ -506,8 +505,11 @@ static inline int in_skip(uintptr_t pc) {
 }
 
 static inline const site_entry *site_of(uintptr_t pc) {
-  const site_entry *e = site_lookup(atomic_load_explicit(&plan.table, memory_order_acquire), pc);
-  if (HL_UNLIKELY(e == NULL) && atomic_load_explicit(&plan.npending, memory_order_relaxed)) e = site_after_scan(pc);
+  const rule_table *t = atomic_load_explicit(&plan.table, memory_order_acquire);
+  const site_entry *e = site_lookup(t, pc);
+  if (HL_UNLIKELY(e == NULL) && (atomic_load_explicit(&plan.npending, memory_order_relaxed) ||
+                                 atomic_load_explicit(&plan.table, memory_order_relaxed) != t))
+    e = site_after_scan(t, pc);
   return e;
 }
 
