@@ -111,7 +111,12 @@ static int is_other_program(const char *const *env) {
     hl_message("HEAPLAYOUT_PROGRAM=%s does not exist, so no process is that program; running unoptimized", want);
     return 1;
   }
-  if (stat("/proc/self/exe", &b) != 0) {
+  /* readlink, then stat of its answer: valgrind answers readlink of /proc/self/exe with its
+   * client's path, while the link itself leads to the tool */
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) exe[n] = '\0';
+  if (n <= 0 || stat(exe, &b) != 0) {
     hl_message("HEAPLAYOUT_PROGRAM is set but this process cannot read /proc/self/exe to tell whether it is that "
                "program; running unoptimized");
     return 1;
