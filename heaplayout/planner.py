@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import companions, elf, shape, grouping, hds, identify
+from . import companions, elf, shape, grouping, hds, identify, recursion
 from .plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
 from .profile_format import Profile
 
@@ -72,6 +72,7 @@ class PlanResult:
     selectors: identify.SelectorSet
     usable: set[int]  # contexts the runtime can identify
     hot_streams: int = 0  # hds: number of hot data streams
+    collapsed: recursion.Collapsed | None = None  # the profile modulo recursion that was planned, if it was
 
 
 def usable_contexts(profile: Profile) -> set[int]:
@@ -139,6 +140,16 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
     hp = hds_params or hds.HdsParams()
     if max_object_size is None:
         max_object_size = profile.header_int("max_object_size", DEFAULT_MAX_OBJECT_SIZE) or DEFAULT_MAX_OBJECT_SIZE
+    # contexts compared modulo recursion (recursion.py), so that a deeper or other path
+    # through a recursive function at run time still meets the rules; only when every
+    # program module's function table could be read, since the runtime then collapses
+    # every walk the same way (the plan's `recursion function` record)
+    functions = recursion.function_map(profile)
+    profiled_contexts = len(profile.contexts)
+    collapsed = None
+    if not functions.unreadable:
+        collapsed = recursion.collapse_profile(profile, functions)
+        profile = collapsed.profile
     usable = usable_contexts(profile)
     streams = 0
     if strategy == "halo":
@@ -165,7 +176,8 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
     _check_rules(table, contexts)
 
     plan = Plan(strategy=strategy, chunk_size=chunk_size, max_object_size=max_object_size, rest=rest,
-                rest_max_size=rest_max_size if rest == "callsite" else 0)
+                rest_max_size=rest_max_size if rest == "callsite" else 0,
+                recursion_function=collapsed is not None)
     index: dict[int, int] = {}
     for mid in sorted({m for r in table.rules for m, _ in r.frames}):
         index[mid] = len(index)
@@ -185,8 +197,11 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
         f"indistinguishable contexts); HALO selectors would need {selectors.conjunctions} conjunctions, "
         f"{selectors.terms} terms, {selectors.sites} call sites",
         f"min_align {plan.min_align}: {why}",
+        f"recursion: {profiled_contexts} profiled contexts are {len(profile.contexts)} modulo recursion"
+        if collapsed else "recursion: not collapsed (cannot read the function table of "
+        + ", ".join(f"{Path(profile.modules[m].path).name} ({why})" for m, why in functions.unreadable.items()) + ")",
     ]
-    return PlanResult(plan, groups, labels, table, selectors, usable, streams)
+    return PlanResult(plan, groups, labels, table, selectors, usable, streams, collapsed)
 
 
 def self_share(profile: Profile, contexts: list[int]) -> float:

@@ -100,3 +100,52 @@ def test_placement_from_statistics() -> None:
     assert "60.0% of 100 allocations" in placement.describe(p)
     assert placement.generalizes(p, placement.placement({**stats, "forwarded": {"objects": 40}}))
     assert not placement.generalizes(p, placement.placement({**stats, "forwarded": {"objects": 100}}))
+
+
+# ---- end to end: profile at one depth, run deeper ----
+
+def test_plan_made_at_depth_7_places_a_run_at_depth_10(build_dir, tmp_path) -> None:
+    """hp_recursive_eval keeps the values of one phase (grouped) and frees those of the
+    other; telling them apart needs the frame beyond a 16-call-site recursion. Profiled at
+    depth 7, the plan must place the depth-10 run's values as it places depth 7's: with
+    chains compared modulo recursion (planner) and walks collapsed the same way (runtime).
+    Without them the deeper run's paths were never seen (the share placed fell, and the
+    plan held thousands of rules)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import pytest
+
+    from heaplayout import paths, placement
+    from heaplayout.plan_format import read_plan
+
+    if shutil.which("valgrind") is None:
+        pytest.fail("valgrind is needed (scripts/setup.sh installs it)")
+    prog = build_dir / "tests" / "profiler" / "hp_recursive_eval"
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONPATH"] = str(paths.REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    cli = [sys.executable, "-m", "heaplayout.cli"]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        r = subprocess.run(cli + list(args), env=env, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    prof, plan = tmp_path / "r.prof", tmp_path / "r.plan"
+    run("profile", "-o", str(prof), "--", str(prog), "7")
+    run("plan", str(prof), "-o", str(plan))
+    p = read_plan(plan)
+    assert p.recursion_function and len(p.rules) <= 4, p.rules
+    shares = {}
+    for depth in ("7", "10"):
+        native = subprocess.run([str(prog), depth], capture_output=True, text=True, env=env).stdout
+        stats = tmp_path / f"s{depth}.json"
+        r = run("run", "--plan", str(plan), "--stats-json", str(stats), "--", str(prog), depth)
+        assert r.stdout == native
+        shares[depth] = placement.read_placement(stats)
+    # the kept phase is half of all allocations at every depth
+    assert 0.45 <= shares["7"].grouped_share <= 0.55
+    assert placement.generalizes(shares["7"], shares["10"])

@@ -362,6 +362,7 @@ static inline int hl_unwind_replay(hl_frame *f, const hl_trace *tr, unsigned fro
   return 1;
 }
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
+void hl_unwind_set_collapse_functions(int on); /* the plan's `recursion function` record */
 void hl_unwind_refresh_modules(void);
 
 /* The free path for our objects: the owner thread pushes the slot on its list for the

@@ -227,8 +227,10 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t code_align, in
   return 1;
 }
 
-/* The unwind rule at pc (a return address: the call is at pc-1), or 0 if unknown. */
-static int compute_rule(uintptr_t pc, cfa_state *out) {
+/* The unwind rule at pc (a return address: the call is at pc-1), or 0 if unknown.
+ * *fn: the start of the function (FDE) holding pc-1, or 0 if none was found. */
+static int compute_rule(uintptr_t pc, cfa_state *out, uintptr_t *fn) {
+  *fn = 0;
   const module_range *m = module_of(pc);
   if (m == NULL) {
     hl_unwind_refresh_modules();
@@ -282,6 +284,7 @@ static int compute_rule(uintptr_t pc, cfa_state *out) {
   if (!read_encoded(&p, fde_end, fde_enc, 0, &pc_begin)) return 0;
   if (!read_encoded(&p, fde_end, fde_enc & 0x0f, 0, &pc_range)) return 0;
   if (at < pc_begin || at >= pc_begin + pc_range) return 0;
+  *fn = pc_begin;
   if (aug[0] == 'z') {
     uint64_t alen = read_uleb(&p, fde_end);
     p += alen;
@@ -302,19 +305,23 @@ static int compute_rule(uintptr_t pc, cfa_state *out) {
 typedef struct cached_rule {
   _Atomic(uintptr_t) pc;       /* 0 empty */
   hl_step_rule step;           /* step.cfa_reg < 0: no rule (a walk stops here) */
+  uintptr_t fn;                 /* start of pc's function (its FDE), 0 unknown */
   uint8_t skip;                /* pc is in a module the walk passes over */
   uint8_t stable;              /* in the table for good (not the overflow answer) */
 } cached_rule;
 static cached_rule rules[RULE_SLOTS];
 static int (*skip_module)(uintptr_t pc);
+static int collapse_functions; /* walks keep one frame per function (recursion modulo paths) */
 static cached_rule overflow_rule; /* answer when the table is crowded (filled per call) */
 
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc)) { skip_module = is_skip; }
+void hl_unwind_set_collapse_functions(int on) { collapse_functions = on; }
 
 static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
   static atomic_flag fill_lock = ATOMIC_FLAG_INIT;
   cfa_state st;
-  int ok = compute_rule(pc, &st);
+  uintptr_t fn;
+  int ok = compute_rule(pc, &st, &fn);
   hl_step_rule step = {.cfa_off = ok ? (int32_t)st.cfa_off : 0,
                        .rbp_off = ok ? (int32_t)st.rbp_off : 0,
                        .cfa_reg = (int8_t)(ok ? st.cfa_reg : -1),
@@ -328,6 +335,7 @@ static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
     if (k == pc) { out = &rules[i]; break; } /* another thread filled it meanwhile */
     if (k != 0) continue;
     rules[i].step = step;
+    rules[i].fn = fn;
     rules[i].skip = skip;
     rules[i].stable = 1;
     atomic_store_explicit(&rules[i].pc, pc, memory_order_release); /* publish last */
@@ -337,6 +345,7 @@ static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
   atomic_flag_clear_explicit(&fill_lock, memory_order_release);
   if (out) return out;
   overflow_rule.step = step; /* crowded: rare, and a racy answer only changes placement */
+  overflow_rule.fn = fn;
   overflow_rule.skip = skip;
   overflow_rule.stable = 0;
   return &overflow_rule;
@@ -363,17 +372,23 @@ void hl_unwind_rule(uintptr_t pc, hl_step_rule *out) { *out = rule_of(pc)->step;
 
 /* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
  * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
- * profiler does). When `want` frames were found, *f is the frame of the last of them.
+ * profiler does; with the plan's `recursion function` record, to the innermost frame of
+ * each function, as the planner collapsed the profile: heaplayout/recursion.py). When `want` frames were found, *f is the frame of the last of them.
  * With tr, every step is appended to it; tr->replayable is cleared when the walk's course
  * depended on more than the return addresses it met (see hl_trace). */
 unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr) {
   unsigned n = 0;
+  uintptr_t fns[64];
   for (unsigned steps = 0; steps < 64; steps++) {
     const cached_rule *r = rule_of(f->pc);
     if (!r->skip) {
       unsigned i = 0;
-      while (i < n && out[i] != f->pc) i++;
+      if (collapse_functions && r->fn != 0)
+        while (i < n && fns[i] != r->fn) i++;
+      else
+        while (i < n && out[i] != f->pc) i++;
       if (i == n) {
+        fns[n] = r->fn;
         out[n++] = f->pc;
         if (n == want) return n;
       }
