@@ -64,7 +64,7 @@ def test_the_named_program_is_still_optimized(program, tmp_path):
 @pytest.mark.parametrize("value, accepted", [
     ("1T", True), ("1t", True), ("1TiB", True), ("1024G", True), ("16GB", True), ("64M", True),
     ("2T", False), ("1P", False), ("99999999999999999999T", False), ("16777216T", False), ("16Gi", False),
-    ("64iB", False), ("64BB", False), ("", False),
+    ("1GBB", False), ("1GiBB", False), ("", False),
 ])
 def test_range_sizes(program, tmp_path, value, accepted):
     stats = tmp_path / "s.json"
@@ -140,3 +140,10 @@ def test_run_and_bench_say_what_the_runtime_would(program, tmp_path):
     b = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", f"glibc,p=plan={plan}", "--",
                            str(program), "10"])
     assert b.returncode == 2 and core in b.stderr.decode() and b.stdout == b"", b.stderr.decode()
+
+
+def test_plan_show_refuses_what_the_runtime_refuses(program, tmp_path):
+    """`heaplayout plan show` accepted the issue's crashing plan (finding 1)."""
+    plan = write_plan(tmp_path / "p.plan", program, standard_selects(program) + ["select 1 0:0xffff00000000150f"])
+    r = run_program(CLI + ["plan", "show", str(plan)])
+    assert r.returncode == 1 and "frame offset 0xffff00000000150f: out of range" in r.stderr.decode()
