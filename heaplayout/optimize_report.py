@@ -156,7 +156,24 @@ def verdict_lines(run: OptimizeRun) -> list[str]:
     lines.append(f"  run it: {use_command(rec, run.program, run.stdin)}")
     if best is not None:
         lines.append(f"  re-measure: {bench_command(best, rec, run.program, run.stdin)}")
+    stats = stats_line(run.runtime_stats)
+    if stats:
+        lines.append(f"  runtime, one more run: {stats}")
     return lines
+
+
+def stats_line(stats: object) -> str:
+    """Pooled allocations and stack walks from the runtime's statistics JSON ('' if none)."""
+    if not isinstance(stats, dict) or not isinstance(stats.get("pools"), list):
+        return ""
+    pooled = sum(int(p.get("objects", 0)) for p in stats["pools"] if isinstance(p, dict))
+    forwarded = int((stats.get("forwarded") or {}).get("objects", 0))
+    total = pooled + forwarded
+    share = f" ({100.0 * pooled / total:.1f}%)" if total else ""
+    text = f"{pooled:,} of {total:,} allocations{share} in {len(stats['pools'])} pools"
+    if "plan_walks" in stats:
+        text += f", {stats['plan_walks']:,} full stack walks, {stats.get('plan_replays', 0):,} replayed"
+    return text
 
 
 # --------------------------------------------------------------------------- JSON and markdown

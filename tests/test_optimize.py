@@ -76,6 +76,8 @@ def test_a_winning_plan_is_recommended_and_bench_takes_its_config(build_dir, run
     assert rec["kind"] == "strategy" and rec["resolved"], rec["reason"]
     assert rec["config"].startswith("plan") and rec["ratio_to_best_allocator"]["q3"] < 1.0
     assert "RECOMMENDED: " + rec["label"] in r.stdout.decode()
+    # the runtime's statistics from one more run of the recommendation: objects in pools
+    assert rec["runtime_stats"]["policy"] == "plan" and "allocations" in r.stdout.decode().split("runtime, one more run:")[1]
     best = rec["best_allocator"]
     bench_accepts(f"{best},{rec['config']}", program)
     env = dict(line.split("=", 1) for line in (out / "recommended.env").read_text().splitlines()

@@ -171,5 +171,7 @@ def test_clearly_slower_needs_rounds():
     assert not clearly_slower([3.0, 3.0], s)  # two rounds decide nothing
     assert clearly_slower([1.2, 1.1, 1.05], s)
     assert not clearly_slower([1.2, 1.1, 1.01], s)  # one round within noise
-    assert not clearly_slower([1.2, 1.1, 1.05], s, alone=True)  # an allocator alone needs 4
-    assert clearly_slower([1.2, 1.1, 1.05, 1.2, 0.9], s, alone=True)  # lower quartile 1.05
+    assert not clearly_slower([1.2, 1.1, 1.05], s, alone=True)  # an allocator alone needs 4 rounds,
+    assert clearly_slower([1.2, 1.1, 1.05, 1.2], s, alone=True)
+    assert clearly_slower([1.2, 1.1, 1.05, 1.2, 0.9], s)  # a strategy: lower quartile 1.05
+    assert not clearly_slower([1.2, 1.1, 1.05, 1.2, 0.9], s, alone=True)  # and slower in every one

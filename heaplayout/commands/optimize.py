@@ -8,10 +8,10 @@
    ungrouped objects in per-site pools);
 3. measure every candidate on the measuring input: each allocator alone (glibc, jemalloc,
    mimalloc, tcmalloc: those installed, or --allocator), our callsite policy and each plan
-   on each allocator; interleaved race rounds drop losers early, then the best strategy and
-   the best allocator alone are confirmed on fresh paired rounds;
-4. recommend the best strategy only if its advantage over the best allocator alone is
-   resolved by those rounds, else the best allocator alone (docs/optimize.md).
+   on each allocator; interleaved race rounds drop losers early, then the best strategy is
+   confirmed against every allocator alone left on fresh paired rounds;
+4. recommend the best strategy only if those rounds resolve its advantage over every
+   allocator alone left, else the best allocator alone (docs/optimize.md).
 
 Everything goes into one directory (default ./heaplayout-out/PROG): the profile, the plans,
 optimize.json, optimize.md and recommended.env. The whole command plans to end within
