@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -28,14 +29,23 @@ typedef struct module_range {
   const uint8_t *eh_hdr;     /* PT_GNU_EH_FRAME, or NULL */
 } module_range;
 
-static module_range modules[MAX_MODULES];
-static _Atomic(int) nmodules;
+/* The loaded modules as one list, published whole: a refresh builds a new list and swaps
+ * the pointer, so a walk in another thread never sees a half-built or empty list (it
+ * would cache "no rule" for a pc for good). Old lists are never freed: a walk may still
+ * read one. A refresh happens only when the loader's count of loaded and unloaded objects
+ * changed, so pcs outside every module (JIT code) cost a dl_iterate_phdr each, not a list. */
+typedef struct module_list {
+  int n;
+  module_range m[MAX_MODULES];
+} module_list;
+static _Atomic(const module_list *) loaded;
+static unsigned long long loaded_generation = ~0ull; /* dlpi_adds + dlpi_subs of the list */
 static atomic_flag modules_lock = ATOMIC_FLAG_INIT;
 
 static int collect_module(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
-  int *n = arg;
-  if (*n >= MAX_MODULES) return 1;
+  module_list *l = arg;
+  if (l->n >= MAX_MODULES) return 1;
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   const uint8_t *eh = NULL;
   for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -48,25 +58,40 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *arg) {
       eh = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
     }
   }
-  if (hi > lo) modules[(*n)++] = (module_range){lo, hi, eh};
+  if (hi > lo) l->m[l->n++] = (module_range){lo, hi, eh};
   return 0;
+}
+
+static int loader_generation(struct dl_phdr_info *info, size_t size, void *arg) {
+  *(unsigned long long *)arg = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs
+                                   ? info->dlpi_adds + info->dlpi_subs
+                                   : ~0ull - 1; /* an old loader: always refresh */
+  return 1;
 }
 
 /* Re-read the list of loaded modules (at start, and when a pc is in none we know). */
 void hl_unwind_refresh_modules(void) {
   while (atomic_flag_test_and_set_explicit(&modules_lock, memory_order_acquire)) {
   }
-  int n = 0;
-  atomic_store_explicit(&nmodules, 0, memory_order_release);
-  dl_iterate_phdr(collect_module, &n);
-  atomic_store_explicit(&nmodules, n, memory_order_release);
+  unsigned long long gen = 0;
+  dl_iterate_phdr(loader_generation, &gen);
+  if (gen != loaded_generation || gen == ~0ull - 1) {
+    module_list *l = hl_meta_alloc(sizeof *l);
+    if (l != NULL) {
+      l->n = 0;
+      dl_iterate_phdr(collect_module, l);
+      atomic_store_explicit(&loaded, l, memory_order_release);
+      loaded_generation = gen;
+    }
+  }
   atomic_flag_clear_explicit(&modules_lock, memory_order_release);
 }
 
 static const module_range *module_of(uintptr_t pc) {
-  int n = atomic_load_explicit(&nmodules, memory_order_acquire);
-  for (int i = 0; i < n; i++)
-    if (pc - modules[i].lo < modules[i].hi - modules[i].lo) return &modules[i];
+  const module_list *l = atomic_load_explicit(&loaded, memory_order_acquire);
+  if (l == NULL) return NULL;
+  for (int i = 0; i < l->n; i++)
+    if (pc - l->m[i].lo < l->m[i].hi - l->m[i].lo) return &l->m[i];
   return NULL;
 }
 
