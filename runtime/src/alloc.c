@@ -3,9 +3,19 @@
  *   2. bump the current chunk, writing the class into its size map.
  * Everything here is the slow path and the free path: free-list links, collecting frees
  * made by other threads, releasing empty chunks, alignment, realloc. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+/* glibc's wording, so that a program's double free reads the same under us; abort, as
+ * glibc does, because the heap can no longer be trusted. */
+void hl_free_invalid(const void *p, uint8_t entry, const char *func) {
+  if (entry == 0) hl_message("%s(): invalid pointer %p (no pooled object starts there)", func, p);
+  else if (func[0] == 'f') hl_message("%s(): double free detected (pooled object %p)", func, p);
+  else hl_message("%s(): invalid pointer %p (a freed pooled object)", func, p);
+  abort();
+}
 
 /* ---- the thread-pool's list of other chunks ---- */
 
@@ -30,18 +40,20 @@ static void chunks_push(hl_tpool *tp, hl_chunk *c) {
 
 /* ---- free slots ---- */
 
+/* p is marked HL_SIZEMAP_FREE */
 static inline void slot_push(hl_tpool *tp, uint8_t cls, void *p) {
   hl_free_slot *s = p, *head = tp->free[cls];
-  s->next = head;
+  s->link = (uintptr_t)head;
   if (head) head->prev = s;
   tp->free[cls] = s;
 }
 
 /* The head's prev is stale (internal.h): the head is recognised by the list, not by prev. */
 static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
-  if (tp->free[cls] == s) tp->free[cls] = s->next;
-  else s->prev->next = s->next;
-  if (s->next) s->next->prev = s->prev; /* stale when s was the head; then next is the head */
+  hl_free_slot *next = hl_slot_next(s);
+  if (tp->free[cls] == s) tp->free[cls] = next;
+  else s->prev->link = (uintptr_t)next | (s->prev->link & HL_SLOT_UNMARKED); /* prev's own mark stays */
+  if (next) next->prev = s->prev; /* stale when s was the head; then next is the head */
 }
 
 /* The objects of a chunk, in address order: from byte offset lo to the bump pointer, a
@@ -57,8 +69,9 @@ static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
 /* Walk the objects of a chunk whose every object is free (live == 0 and remote frees
  * collected): each is on tp's lists; take it off and clear its size-map entry. */
 static void chunk_unlink_slots(hl_tpool *tp, hl_chunk *c) {
-  uint8_t *map = hl_chunk_sizemap(c), cls;
-  FOR_EACH_OBJECT(c, map, pos, cls) {
+  uint8_t *map = hl_chunk_sizemap(c), e;
+  FOR_EACH_OBJECT(c, map, pos, e) {
+    uint8_t cls = e & ~HL_SIZEMAP_FREE;
     hl_assert(cls < HL_NCLASSES);
     slot_unlink(tp, cls, (hl_free_slot *)((char *)c + pos));
     map[pos >> HL_GRANULE_SHIFT] = 0;
@@ -122,8 +135,11 @@ static void chunk_emptied(hl_tpool *tp, hl_chunk *c) {
   }
 }
 
+/* A free by pool.h or one collected from the remote list: checked as free() checks. */
 static inline void free_into(hl_tpool *tp, hl_chunk *c, void *p) {
-  uint8_t cls = hl_class_at(c, p);
+  uint8_t *entry = hl_sizemap_entry(c, p), cls = *entry;
+  if (HL_UNLIKELY(hl_sizemap_not_live(cls))) hl_free_invalid(p, cls, "free");
+  *entry = cls | HL_SIZEMAP_FREE;
   hl_assert(cls > 0 && cls < HL_NCLASSES);
   hl_assert(c->live > 0);
   tp->frees++;
@@ -175,16 +191,14 @@ void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c) {
 }
 
 /* A chunk whose owner thread exited becomes ours: its free slots (marked in the size
- * map when it was abandoned) join our lists, and so do frees made since. */
+ * map when it was abandoned; they stay marked, as freed slots are) join our lists, and so
+ * do frees made since. */
 static void adopt(hl_tpool *tp, hl_chunk *c) {
   atomic_store_explicit(&c->owner, tp, memory_order_release);
   uint8_t *map = hl_chunk_sizemap(c), e;
   FOR_EACH_OBJECT(c, map, pos, e) {
     uint8_t cls = e & ~HL_SIZEMAP_FREE;
-    if (e & HL_SIZEMAP_FREE) {
-      map[pos >> HL_GRANULE_SHIFT] = cls;
-      if (!tp->no_reuse) slot_push(tp, cls, (char *)c + pos);
-    }
+    if ((e & HL_SIZEMAP_FREE) && !tp->no_reuse) slot_push(tp, cls, (char *)c + pos);
     pos += hl_class_size[cls];
   }
   chunks_push(tp, c);
@@ -201,7 +215,7 @@ void hl_tpool_retire(hl_tpool *tp) {
     tp->cur = NULL;
   }
   for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
-    for (hl_free_slot *s = tp->free[cls]; s; s = s->next) {
+    for (hl_free_slot *s = tp->free[cls]; s; s = hl_slot_next(s)) {
       hl_chunk *c = hl_chunk_of(s);
       if (c->live > 0) hl_chunk_sizemap(c)[((uintptr_t)s - (uintptr_t)c) >> HL_GRANULE_SHIFT] |= HL_SIZEMAP_FREE;
     }
@@ -291,9 +305,18 @@ void *hl_tpool_alloc_aligned(hl_tpool *tp, size_t size, size_t align) {
   return NULL;
 }
 
+/* Checked before the push: a chunk not in use, a granule where no object starts, or a slot
+ * the owner has freed or collected already (an object live in the chunk has its entry
+ * written only by the owner's allocation, before the program had the pointer). A slot
+ * freed twice before the owner collects is caught here when it is the last one pushed,
+ * else by the owner when it collects (free_into). */
 void hl_free_remote(hl_chunk *c, void *p) {
+  if (HL_UNLIKELY(c->magic != HL_CHUNK_MAGIC || !c->in_use)) hl_free_invalid(p, 0, "free");
+  uint8_t entry = __atomic_load_n(hl_sizemap_entry(c, p), __ATOMIC_RELAXED);
+  if (HL_UNLIKELY(hl_sizemap_not_live(entry))) hl_free_invalid(p, entry, "free");
   void *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
   do {
+    if (HL_UNLIKELY(head == p)) hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
     *(void **)p = head;
   } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, p, memory_order_release,
                                                   memory_order_relaxed));
@@ -308,7 +331,8 @@ size_t hl_usable_size_ours(const void *p) {
 
 void *hl_realloc_ours(void *p, size_t size) {
   hl_chunk *c = hl_chunk_of(p);
-  uint8_t cls = hl_class_at(c, p);
+  uint8_t cls = *hl_sizemap_entry(c, p);
+  if (HL_UNLIKELY(c->magic != HL_CHUNK_MAGIC || !c->in_use || hl_sizemap_not_live(cls))) hl_free_invalid(p, cls, "realloc");
   size_t old = hl_class_size[cls];
   /* shrinking, or growing within the slot, unless a 24-byte slot would have to hold a
    * 16-byte object, which needs 16-alignment */

@@ -78,7 +78,7 @@ HL_EXPORT void *ccmalloc(size_t size, const void *near) {
   if (p == NULL && tp->n_emptied) hl_tpool_release_emptied(tp);
   if (p == NULL && tp->free[cls]) { /* a freed slot, wherever it is */
     hl_free_slot *s = tp->free[cls];
-    tp->free[cls] = s->next;
+    hl_slot_take(tp, cls, s, hl_chunk_of(s));
     p = s;
     hl_chunk_of(p)->live++;
     tp->allocs++;

@@ -2,7 +2,9 @@
  * (new_delete.c), inlined into each entry point:
  *
  *   1. the policy (one load; off never gets here: malloc's stub jumps below us);
- *   2. a per-thread cache maps the return address to its pool: a hit is one compare;
+ *   2. a per-thread cache (in the thread's heap, through the one thread-local pointer; a
+ *      thread without a heap points at an empty one, so this misses without a test) maps
+ *      the return address to its pool: a hit is one compare;
  *      where the plan needs more frames, a second cache maps the chain of return
  *      addresses, one unwind step and one compare per frame (hl_chain_try);
  *      a miss goes to the slow paths in interpose.c;
@@ -15,50 +17,37 @@
 
 #include "internal.h"
 
-/* Per-thread cache of allocation sites, direct-mapped by return address. */
-#define HL_SITE_CACHE_SLOTS 256u
-typedef struct hl_site_cache_entry {
-  uintptr_t ra;
-  hl_tpool *tp;     /* NULL: not pooled; HL_TP_WALK: the plan needs a stack walk here */
-  hl_step_rule r0;  /* with HL_TP_WALK: the unwind rule at ra, the walk's first step */
-} hl_site_cache_entry;
-#define HL_TP_WALK ((hl_tpool *)1)
-extern __thread hl_site_cache_entry hl_tl_sites[HL_SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
+/* The per-thread cache of allocation sites (hl_heap.sites, internal.h) is direct-mapped
+ * by return address (hl_site_entry). */
 
-/* the slow paths (interpose.c): fill the cache entry and answer */
-hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size, hl_site_cache_entry *e);
-hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size, hl_site_cache_entry *e);
+/* the slow paths (interpose.c): fill the thread's cache entry (making the thread's heap
+ * first if it has none) and answer */
+hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size);
+hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size);
 hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size);
 
-/* Per-thread cache of the plan's decided call chains, for return addresses whose rules
- * need more frames (HL_TP_WALK above). A node stands for a chain of return addresses,
- * innermost first, through its hash (hl_chain_key); it holds the chain's answer, or the
- * unwind rule at its outermost return address when the answer needs one frame more.
- * Which frames decide is a function of the return addresses alone (plan.c, decide), so a
+/* The per-thread cache of the plan's decided call chains (hl_heap.chain_nodes), for
+ * return addresses whose rules need more frames (HL_TP_WALK). A node stands for a chain
+ * of return addresses, innermost first, through its hash (hl_chain_key); it holds the
+ * chain's answer, or the unwind rule at its outermost return address when the answer
+ * needs one frame more. Which frames decide is a function of the return addresses alone (plan.c, decide), so a
  * chain's answer is fixed; a hash collision could only misplace an object, never break
  * the program. Walks of more than HL_CHAIN_FAST_STEPS steps, or through skipped modules
  * or recursion, are left to the recorded walks in plan.c. */
-#define HL_CHAIN_NODES 256u
 #define HL_CHAIN_FAST_STEPS 3u /* up to 4 frames: the identification target's deep case */
-typedef struct hl_chain_node {
-  uint64_t key;       /* hl_chain_key of the chain; 0: empty (a key is 0 by chance only) */
-  hl_tpool *tp;       /* the answer (NULL: not pooled), or HL_TP_WALK: one frame more */
-  hl_step_rule rule;  /* with HL_TP_WALK: how to step from this chain's outermost frame */
-} hl_chain_node;
-extern __thread hl_chain_node hl_tl_chain_nodes[HL_CHAIN_NODES] __attribute__((tls_model("initial-exec")));
 
 static inline uint64_t hl_chain_key(uint64_t key, uintptr_t pc) {
   uint64_t h = (key ^ pc) * 0x9E3779B97F4A7C15ull;
   return h ^ (h >> 29);
 }
-static inline hl_chain_node *hl_chain_node_of(uint64_t key) {
-  return &hl_tl_chain_nodes[key >> 56 & (HL_CHAIN_NODES - 1)];
+static inline hl_chain_node *hl_chain_node_of(hl_heap *h, uint64_t key) {
+  return &h->chain_nodes[key >> 56 & (HL_CHAIN_NODES - 1)];
 }
 
 /* A walk site's answer from the chain cache, or HL_TP_WALK: not cached (or a stack check
  * failed), the full walk decides. e: the site's entry; a node's rule, like e->r0 once a
  * walk stepped by it, has stepped from its return address before. */
-static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(const hl_site_cache_entry *e,
+static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, const hl_site_cache_entry *e,
                                                                     void *const *fp) {
   if (e->r0.cfa_reg < 0) return HL_TP_WALK;
   hl_frame f = hl_caller_frame(fp);
@@ -67,7 +56,7 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(const hl_sit
   for (unsigned k = 0; k < HL_CHAIN_FAST_STEPS; k++) {
     if (!hl_unwind_step_recorded(&f, r)) break;
     key = hl_chain_key(key, f.pc);
-    const hl_chain_node *n = hl_chain_node_of(key);
+    const hl_chain_node *n = hl_chain_node_of(h, key);
     if (n->key != key) break;
     if (n->tp != HL_TP_WALK) return n->tp;
     r = &n->rule;
@@ -75,11 +64,17 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(const hl_sit
   return HL_TP_WALK;
 }
 
-static inline void hl_count_forwarded(size_t size) {
-  if (HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0))) {
+/* Statistics are on: forwarded requests are counted (hl_counted). */
+static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0)); }
+/* p, the answer of the allocator underneath to a request of size bytes, counted when it
+ * served it (a huge request it refused moved no bytes). Callers test hl_counting() first,
+ * so that without statistics the call below stays a tail call. */
+static inline void *hl_counted(void *p, size_t size) {
+  if (p != NULL) {
     atomic_fetch_add_explicit(&hl_state.forwarded_objects, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&hl_state.forwarded_bytes, size, memory_order_relaxed);
   }
+  return p;
 }
 
 /* The common cases and nothing else: a placing policy and a cached site (or chain), whose
@@ -92,10 +87,11 @@ static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, voi
   if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) < HL_POLICY_CALLSITE) return NULL;
   if (size > hl_state.opt.max_size) return HL_FORWARD;
   uintptr_t ra = (uintptr_t)fp[1];
-  const hl_site_cache_entry *e = &hl_tl_sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+  hl_heap *h = hl_tl_heap;
+  const hl_site_cache_entry *e = hl_site_entry(h, ra);
   if (e->ra != ra) return NULL;
   hl_tpool *tp = e->tp;
-  if (tp == HL_TP_WALK && (tp = hl_chain_try(e, fp)) == HL_TP_WALK) return NULL;
+  if (tp == HL_TP_WALK && (tp = hl_chain_try(h, e, fp)) == HL_TP_WALK) return NULL;
   if (tp == NULL || size > tp->max_size) return HL_FORWARD;
   return hl_tpool_try_alloc(tp, size);
 }
@@ -105,16 +101,17 @@ static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, voi
 static inline __attribute__((always_inline)) void *hl_policy_alloc(int policy, size_t size, void *const *fp) {
   if (size > hl_state.opt.max_size) return NULL;
   uintptr_t ra = (uintptr_t)fp[1];
-  hl_site_cache_entry *e = &hl_tl_sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+  hl_heap *h = hl_tl_heap;
+  const hl_site_cache_entry *e = hl_site_entry(h, ra);
   hl_tpool *tp;
   if (HL_LIKELY(e->ra == ra)) {
     tp = e->tp;
-    if (HL_UNLIKELY(tp == HL_TP_WALK) && (tp = hl_chain_try(e, fp)) == HL_TP_WALK)
+    if (HL_UNLIKELY(tp == HL_TP_WALK) && (tp = hl_chain_try(h, e, fp)) == HL_TP_WALK)
       tp = hl_plan_walk_tpool(fp, &e->r0, size);
   } else if (policy == HL_POLICY_CALLSITE) {
-    tp = hl_site_tpool_slow(ra, size, e);
+    tp = hl_site_tpool_slow(ra, size);
   } else {
-    tp = hl_plan_tpool_slow(fp, size, e);
+    tp = hl_plan_tpool_slow(fp, size);
   }
   /* a pool takes objects up to its own limit (a plan's groups and site pools differ) */
   return tp != NULL && size <= tp->max_size ? hl_tpool_alloc(tp, size) : NULL;
@@ -129,7 +126,7 @@ static inline __attribute__((always_inline)) void *hl_malloc_fast(size_t size, v
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(size, HL_GRANULE);
   }
-  hl_count_forwarded(size);
+  if (hl_counting()) return hl_counted(hl_next_alloc.malloc(size), size);
   return hl_next_alloc.malloc(size);
 }
 

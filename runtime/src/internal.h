@@ -149,12 +149,21 @@ typedef struct hl_chunk {
 
 /* A free slot, linked into its thread-pool's list for its class. prev is valid on every
  * slot but the head (popping the head leaves the next slot's prev stale: that write would
- * touch one more line per allocation); unlinking asks the list head instead. While a chunk
- * waits for adoption, its free slots are marked instead (HL_SIZEMAP_FREE in the size map). */
+ * touch one more line per allocation); unlinking asks the list head instead.
+ * A slot freed by free() is also marked HL_SIZEMAP_FREE in the size map, which free reads
+ * anyway and checks (a double free); the mark goes when the slot is allocated again. A
+ * sized delete does not touch the size map (a cache line on a random delete), and taking
+ * its slot again need not either: its link says so (HL_SLOT_UNMARKED). While a chunk waits
+ * for adoption, all its free slots are marked. */
 typedef struct hl_free_slot {
-  struct hl_free_slot *next, *prev;
+  uintptr_t link; /* the next slot's address | HL_SLOT_UNMARKED */
+  struct hl_free_slot *prev;
 } hl_free_slot;
 #define HL_SIZEMAP_FREE 0x80u
+#define HL_SLOT_UNMARKED ((uintptr_t)1) /* this slot has no HL_SIZEMAP_FREE (slots are 8-aligned) */
+static inline hl_free_slot *hl_slot_next(const hl_free_slot *s) {
+  return (hl_free_slot *)(s->link & ~HL_SLOT_UNMARKED);
+}
 
 typedef struct hl_range {
   uintptr_t base;
@@ -179,8 +188,11 @@ static inline uint8_t *hl_chunk_sizemap(hl_chunk *c) {
 static inline uint8_t *hl_chunk_ccfill(hl_chunk *c) {
   return hl_chunk_sizemap(c) + (hl_rng.chunk_size >> HL_GRANULE_SHIFT);
 }
+static inline uint8_t *hl_sizemap_entry(hl_chunk *c, const void *p) {
+  return &hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT];
+}
 static inline uint8_t hl_class_at(hl_chunk *c, const void *p) {
-  return hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT] & ~HL_SIZEMAP_FREE;
+  return *hl_sizemap_entry(c, p) & ~HL_SIZEMAP_FREE;
 }
 
 int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block);
@@ -208,21 +220,25 @@ typedef struct hl_tpool {
   uint16_t pool;
   uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
   uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
-  /* statistics, owner only */
-  uint64_t allocs, bytes_requested, slot_bytes, frees, freed_slot_bytes;
+  /* statistics, owner only. Interleaved so that no two counters one path updates are
+   * adjacent: GCC merged adjacent ones into SSE load/add/store sequences, 7 instructions
+   * where two scalar adds do (malloc_pair: 9 instructions per pair). */
+  uint64_t allocs, frees, bytes_requested, freed_slot_bytes, slot_bytes;
 } hl_tpool;
 
-typedef struct hl_heap {
-  struct hl_heap *next_heap;         /* registry of all heaps, for stats */
-  hl_tpool *tpools[HL_MAX_POOLS];    /* by pool id, created on first use */
-} hl_heap;
+/* A thread's heap: its thread-pools and its caches (defined with the cache types below). */
+typedef struct hl_heap hl_heap;
 
-#define HL_HEAP_DEAD ((hl_heap *)1)     /* thread is exiting: forward everything */
 #define HL_HEAP_EXPLICIT ((hl_heap *)2) /* owner of explicit pools: never a thread's heap */
 
+/* The calling thread's heap; never NULL. Until the thread's first allocation under a
+ * placing policy it is hl_heap_empty, whose caches never match, so the fast path misses
+ * and the slow path makes (or reuses) a heap; an exiting thread's is hl_heap_dead, whose
+ * caches never match either and which gets no pool, so everything is forwarded. Neither
+ * is ever written. */
 extern __thread hl_heap *hl_tl_heap __attribute__((tls_model("initial-exec")));
 
-hl_heap *hl_heap_get(void);          /* this thread's heap, NULL if it cannot have one */
+hl_heap *hl_heap_get(void);          /* this thread's heap, made if needed; NULL if it cannot have one */
 hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool);
 void hl_heap_init(void);
 hl_heap *hl_heap_list(void);
@@ -243,16 +259,32 @@ size_t hl_usable_size_ours(const void *p);
 void *hl_realloc_ours(void *p, size_t size);
 void hl_tpool_destroy(hl_tpool *tp);
 
+/* Takes s, the head of tp's list for cls (in chunk c), off the list: it is live again. */
+static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uint8_t cls, hl_free_slot *s, hl_chunk *c) {
+  uintptr_t link = s->link;
+  hl_assert(!(link & HL_SLOT_UNMARKED) == !!(*hl_sizemap_entry(c, s) & HL_SIZEMAP_FREE));
+  int unmarked;
+#if defined(__x86_64__)
+  /* clear the bit and branch on its old value: GCC copies, masks and tests (3 more) */
+  __asm__("btrq $0, %0" : "+r"(link), "=@ccc"(unmarked));
+#else
+  unmarked = (int)(link & HL_SLOT_UNMARKED);
+  link &= ~HL_SLOT_UNMARKED;
+#endif
+  tp->free[cls] = (hl_free_slot *)link;
+  if (!unmarked) *hl_sizemap_entry(c, s) = cls; /* drop HL_SIZEMAP_FREE */
+}
+
 /* The allocation fast path: the most recently freed slot of the class, else fresh bump
  * space in the current chunk; NULL when neither is there (then hl_tpool_alloc_slow). It
  * calls nothing, so the entry points that inline it need no saved registers. */
-static inline void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
+static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class_in(tp->classes, size);
   hl_free_slot *obj = tp->free[cls];
   if (obj != NULL) {
     hl_chunk *oc = hl_chunk_of(obj);
     if (HL_UNLIKELY(oc->emptied)) return NULL; /* the slow path releases emptied chunks first */
-    tp->free[cls] = obj->next;
+    hl_slot_take(tp, cls, obj, oc);
     oc->live++;
     tp->allocs++;
     tp->bytes_requested += size;
@@ -365,35 +397,138 @@ void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
 void hl_unwind_set_collapse_functions(int on); /* the plan's `recursion function` record */
 void hl_unwind_refresh_modules(void);
 
+/* ---- per-thread state (heap.c) ----
+ * A thread's caches and thread-pools live in its heap, memory the runtime maps (or takes
+ * from an exited thread) on the thread's first allocation under a placing policy; static
+ * TLS is the heap pointer and two flags. Static TLS is carved out of every thread's
+ * stack: 36.5 KiB of caches there made pthread_create fail for 16 and 32 KiB stacks. */
+
+/* Per-thread cache of allocation sites, direct-mapped by return address (fastpath.h). */
+#define HL_SITE_CACHE_SLOTS 256u
+typedef struct hl_site_cache_entry {
+  uintptr_t ra;     /* 0: empty (no return address is 0) */
+  hl_tpool *tp;     /* NULL: not pooled; HL_TP_WALK: the plan needs a stack walk here */
+  hl_step_rule r0;  /* with HL_TP_WALK: the unwind rule at ra, the walk's first step */
+} hl_site_cache_entry;
+#define HL_TP_WALK ((hl_tpool *)1)
+
+/* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try). */
+#define HL_CHAIN_NODES 256u
+typedef struct hl_chain_node {
+  uint64_t key;       /* hl_chain_key of the chain; 0: empty (a key is 0 by chance only) */
+  hl_tpool *tp;       /* the answer (NULL: not pooled), or HL_TP_WALK: one frame more */
+  hl_step_rule rule;  /* with HL_TP_WALK: how to step from this chain's outermost frame */
+} hl_chain_node;
+
+/* Per-thread recorded walks of the plan policy (plan.c, hl_plan_pool_walk). */
+#define HL_PLAN_CHAIN_SETS 16u
+#define HL_PLAN_CHAIN_WAYS 4u
+typedef struct hl_plan_chain_entry {
+  uintptr_t ra; /* frame 0; 0 empty. trace.step[0].pc is the rest of the key */
+  uint16_t pool;
+  uint8_t deciding_steps; /* the first steps of trace that decide (0: not known) */
+  hl_trace trace;
+} hl_plan_chain_entry;
+typedef struct hl_plan_chain_set {
+  hl_plan_chain_entry way[HL_PLAN_CHAIN_WAYS];
+  unsigned next; /* round-robin victim */
+} hl_plan_chain_set;
+
+/* A heap outlives its thread: when the thread exits, its chunks are released or abandoned
+ * (owner NULL), its caches are cleared, and the heap with its thread-pools (and their
+ * statistics) goes to a free list; the next thread that needs a heap takes it, so memory
+ * is bounded by the peak number of live threads. Heaps are never unmapped: another thread
+ * may still read tp->heap of a chunk owner it loaded before the owner exited; that heap is
+ * not the reader's own, so the reader takes the remote path. */
+struct hl_heap {
+  hl_site_cache_entry sites[HL_SITE_CACHE_SLOTS];
+  hl_chain_node chain_nodes[HL_CHAIN_NODES];
+  hl_plan_chain_set plan_chains[HL_PLAN_CHAIN_SETS];
+  struct hl_heap *next_heap;      /* registry of every heap made, for statistics */
+  struct hl_heap *next_free;      /* free list of heaps whose thread exited */
+  hl_tpool *tpools[HL_MAX_POOLS]; /* by pool id, created on first use; kept when recycled */
+};
+
+static inline hl_site_cache_entry *hl_site_entry(hl_heap *h, uintptr_t ra) {
+  return &h->sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+}
+
 /* The free path for our objects: the owner thread pushes the slot on its list for the
  * class (the most recently freed is reused first); other threads use the chunk's remote
- * list. Statistics count frees here; an emptied chunk goes out of line. */
+ * list. Statistics count frees here; an emptied chunk goes out of line.
+ *
+ * A plain free checks the slot's size-map entry, which it reads for the class anyway: 0
+ * means no object starts in that granule (a pointer into an object or into free space),
+ * HL_SIZEMAP_FREE a slot already freed (set here, cleared when the slot is allocated
+ * again); either aborts as glibc does (hl_free_invalid). A sized delete does not read the
+ * size map (a cache line on a random delete), so it only catches a slot deleted twice in
+ * a row, which is then the head of its list. Remote frees are checked in hl_free_remote
+ * and again when the owner collects them. */
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c);
 void hl_free_remote(hl_chunk *c, void *p);
-/* size: the object's size when the caller knows it (a sized delete), else 0; the class is
- * then computed, not read from the chunk's size map (for a random free, one more cache
- * line). */
-static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, size_t size) {
-  hl_chunk *c = hl_chunk_of(p);
-  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
-  hl_tpool *tp = atomic_load_explicit(&c->owner, memory_order_acquire);
-  if (HL_UNLIKELY(tp == NULL || tp->heap != hl_tl_heap)) {
-    hl_free_remote(c, p);
-    return;
-  }
-  uint8_t cls = size - 1 < HL_MAX_CLASS_SIZE ? hl_size_class_in(tp->classes, size) : hl_class_at(c, p);
-  hl_assert(cls == hl_class_at(c, p));
+/* entry: the slot's size-map entry (0: not an object, HL_SIZEMAP_FREE set: freed already).
+ * It does not return; it is not declared noreturn, so that callers reach it by a jump. */
+__attribute__((cold)) void hl_free_invalid(const void *p, uint8_t entry, const char *func);
+/* the entry is 0 or has HL_SIZEMAP_FREE (classes are below it: the sign bit): no live
+ * object starts in the granule */
+static inline int hl_sizemap_not_live(uint8_t entry) { return (int8_t)entry <= 0; }
+/* One read-modify-write of the byte: in C, GCC keeps the loaded byte, ors it and stores it
+ * (two instructions more on every free). */
+static inline void hl_sizemap_mark_free(uint8_t *entry) {
+#if defined(__x86_64__)
+  __asm__("orb %1, %0" : "+m"(*entry) : "i"(HL_SIZEMAP_FREE));
+#else
+  *entry |= HL_SIZEMAP_FREE;
+#endif
+}
+/* The owner's free of slot p of class cls in chunk c (unmarked: HL_SLOT_UNMARKED when its
+ * size-map entry was left alone). */
+static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *tp, hl_chunk *c, void *p, size_t cls,
+                                                                   uintptr_t unmarked) {
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
   tp->frees++;
   tp->freed_slot_bytes += hl_class_size[cls];
   if (HL_LIKELY(!tp->no_reuse)) {
     hl_free_slot *s = p, *head = tp->free[cls];
-    s->next = head;
+    s->link = (uintptr_t)head | unmarked;
     if (head) head->prev = s;
     tp->free[cls] = s;
   }
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
   if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
+}
+
+/* size: the object's size when the caller knows it (a sized delete), else 0; the class is
+ * then computed, not read from the chunk's size map (for a random free, one more cache
+ * line). Each way has its own copy of the rest, and a bad free leaves by a tail call, so
+ * that the entry points stay leaf functions without a frame. */
+static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, size_t size) {
+  hl_chunk *c = hl_chunk_of(p);
+  hl_tpool *tp = atomic_load_explicit(&c->owner, memory_order_acquire);
+  if (HL_UNLIKELY(tp == NULL || tp->heap != hl_tl_heap)) {
+    hl_free_remote(c, p);
+    return;
+  }
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
+  /* cls is a size_t: as a uint8_t GCC sign-extends it for every index (one more instruction) */
+  if (size - 1 < HL_MAX_CLASS_SIZE) {
+    size_t cls = hl_size_class_in(tp->classes, size);
+    hl_assert(cls == hl_class_at(c, p));
+    if (HL_UNLIKELY(tp->free[cls] == p)) {
+      hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
+      return;
+    }
+    hl_free_slot_local(tp, c, p, cls, HL_SLOT_UNMARKED);
+  } else {
+    uint8_t *entry = hl_sizemap_entry(c, p);
+    size_t cls = *entry;
+    if (HL_UNLIKELY(hl_sizemap_not_live((uint8_t)cls))) {
+      hl_free_invalid(p, (uint8_t)cls, "free");
+      return;
+    }
+    hl_sizemap_mark_free(entry);
+    hl_free_slot_local(tp, c, p, cls, 0);
+  }
 }
 static inline void hl_free_ours_inline(void *p) { hl_free_ours_sized(p, 0); }
 
@@ -454,7 +589,6 @@ static inline int hl_policy(void) {
 /* fp: the exported entry point's frame pointer (fp[1] is the caller's return address) */
 void *hl_malloc_from(size_t size, void *const *fp);
 #define HL_FRAME ((void *const *)__builtin_frame_address(0))
-void hl_site_cache_clear(void); /* the thread's cached pooled sites (thread exit) */
 void hl_free(void *p);
 void *hl_memalign_from(size_t align, size_t size, void *const *fp);
 

@@ -10,26 +10,21 @@
 
 #include "fastpath.h"
 
-__thread hl_site_cache_entry hl_tl_sites[HL_SITE_CACHE_SLOTS] __attribute__((tls_model("initial-exec")));
-__thread hl_chain_node hl_tl_chain_nodes[HL_CHAIN_NODES] __attribute__((tls_model("initial-exec")));
-
-void hl_site_cache_clear(void) {
-  for (unsigned i = 0; i < HL_SITE_CACHE_SLOTS; i++) hl_tl_sites[i].ra = 0;
-  for (unsigned i = 0; i < HL_CHAIN_NODES; i++) hl_tl_chain_nodes[i].key = 0;
-}
-
-static hl_tpool *tpool_of(uint16_t pool) {
-  hl_heap *heap = hl_heap_get();
-  if (heap == NULL) return NULL;
+static hl_tpool *tpool_of(hl_heap *heap, uint16_t pool) {
   hl_tpool *tp = heap->tpools[pool];
   return tp != NULL ? tp : hl_tpool_create(heap, pool);
 }
 
-HL_NOINLINE hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size, hl_site_cache_entry *e) {
+/* The caches are the thread's heap's: a thread without one gets one here, on its first
+ * pooled site (never before: a thread that pools nothing needs none). */
+HL_NOINLINE hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size) {
   uint16_t pool = hl_callsite_pool(ra, size);
   if (pool == 0) return NULL;
-  hl_tpool *tp = tpool_of(pool);
+  hl_heap *heap = hl_heap_get();
+  if (heap == NULL) return NULL;
+  hl_tpool *tp = tpool_of(heap, pool);
   if (tp == NULL) return NULL;
+  hl_site_cache_entry *e = hl_site_entry(heap, ra);
   e->ra = ra;
   e->tp = tp;
   return tp;
@@ -46,11 +41,11 @@ static inline uint16_t rest_pool(uintptr_t ra, size_t size) {
 
 /* Enters a decided walk into the chain cache (fastpath.h): a node per step, the last with
  * the answer, the others with the rule for the next step. */
-static void remember_chain(uintptr_t ra, const hl_trace *tr, unsigned steps, hl_tpool *tp) {
+static void remember_chain(hl_heap *heap, uintptr_t ra, const hl_trace *tr, unsigned steps, hl_tpool *tp) {
   uint64_t key = ra;
   for (unsigned k = 0; k < steps; k++) {
     key = hl_chain_key(key, tr->step[k].pc);
-    hl_chain_node *n = hl_chain_node_of(key);
+    hl_chain_node *n = hl_chain_node_of(heap, key);
     n->key = key;
     if (k + 1 == steps) {
       n->tp = tp;
@@ -61,7 +56,9 @@ static void remember_chain(uintptr_t ra, const hl_trace *tr, unsigned steps, hl_
   }
 }
 
+/* Reached from a cached site only, so the thread has its heap. */
 HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size) {
+  hl_heap *heap = hl_tl_heap;
   const hl_trace *decided = NULL;
   unsigned steps;
   uint16_t pool = hl_plan_pool_walk(hl_caller_frame(fp), r0, &decided, &steps);
@@ -69,30 +66,33 @@ HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0
   if (pool == 0 && (pool = rest_pool((uintptr_t)fp[1], size)) == 0) {
     /* not pooled; with `rest callsite` only for now (the site has too few objects yet, or
      * this one is too big: the cached pool's max_size decides that) */
-    if (steps && !hl_state.opt.site_max_size) remember_chain((uintptr_t)fp[1], decided, steps, NULL);
+    if (steps && !hl_state.opt.site_max_size) remember_chain(heap, (uintptr_t)fp[1], decided, steps, NULL);
     return NULL;
   }
-  hl_heap *heap = hl_tl_heap;
-  hl_tpool *tp = heap > HL_HEAP_EXPLICIT ? heap->tpools[pool] : NULL;
-  if (HL_UNLIKELY(tp == NULL)) tp = tpool_of(pool);
-  if (tp != NULL && steps) remember_chain((uintptr_t)fp[1], decided, steps, tp);
+  hl_tpool *tp = tpool_of(heap, pool);
+  if (tp != NULL && steps) remember_chain(heap, (uintptr_t)fp[1], decided, steps, tp);
   return tp;
 }
 
-HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size, hl_site_cache_entry *e) {
+/* The plan caches "not grouped" too, and its walks record into the heap, so under plan a
+ * thread gets its heap on its first allocation that misses the cache. */
+HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
+  hl_heap *heap = hl_heap_get();
+  if (heap == NULL) return NULL; /* exiting: forwarded, nothing cached */
   int needs_walk;
   hl_frame f = hl_caller_frame(fp);
   uint16_t pool = hl_plan_pool(f, &needs_walk);
+  hl_site_cache_entry *e = hl_site_entry(heap, f.pc);
   if (needs_walk) {
     e->ra = f.pc;
     e->tp = HL_TP_WALK;
     hl_unwind_rule(f.pc, &e->r0);
     if (pool == 0 && (pool = rest_pool(f.pc, size)) == 0) return NULL;
-    return tpool_of(pool);
+    return tpool_of(heap, pool);
   }
   if (pool == 0 && hl_state.opt.site_max_size) /* the rest: per-site pools, as callsite */
-    return hl_site_tpool_slow(f.pc, size, e);
-  hl_tpool *tp = pool ? tpool_of(pool) : NULL;
+    return hl_site_tpool_slow(f.pc, size);
+  hl_tpool *tp = pool ? tpool_of(heap, pool) : NULL;
   if (tp != NULL || pool == 0) {
     e->ra = f.pc;
     e->tp = tp;
@@ -113,7 +113,7 @@ _Static_assert(offsetof(hl_state_t, passthrough) == 0, "malloc's stub reads hl_s
 _Static_assert(offsetof(hl_next, malloc) == 0, "malloc's stub jumps through hl_next_alloc+0");
 
 static HL_NOINLINE void *malloc_forward(size_t size) {
-  hl_count_forwarded(size);
+  if (hl_counting()) return hl_counted(hl_next_alloc.malloc(size), size);
   return hl_next_alloc.malloc(size);
 }
 
@@ -148,7 +148,7 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(total, HL_GRANULE);
   }
-  hl_count_forwarded(total);
+  if (hl_counting()) return hl_counted(hl_next_alloc.calloc(n, size), total);
   return hl_next_alloc.calloc(n, size);
 }
 
@@ -210,7 +210,7 @@ static void *aligned_from(size_t align, size_t size, void *const *fp, void *(*be
     void *p = hl_policy_alloc(policy, align > 8 ? hl_size_a16(size) : size, fp);
     if (p != NULL) return p;
   }
-  hl_count_forwarded(size);
+  if (hl_counting()) return hl_counted(below(align, size), size);
   return below(align, size);
 }
 
@@ -241,13 +241,13 @@ HL_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
 
 HL_EXPORT void *valloc(size_t size) {
   if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, 4096);
-  hl_count_forwarded(size);
+  if (hl_counting()) return hl_counted(hl_next_alloc.valloc(size), size);
   return hl_next_alloc.valloc(size);
 }
 
 HL_EXPORT void *pvalloc(size_t size) {
   if (HL_UNLIKELY(hl_policy() == HL_POLICY_UNINIT)) return hl_bootstrap_alloc((size + 4095) & ~(size_t)4095, 4096);
-  hl_count_forwarded(size);
+  if (hl_counting()) return hl_counted(hl_next_alloc.pvalloc(size), size);
   return hl_next_alloc.pvalloc(size);
 }
 

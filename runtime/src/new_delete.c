@@ -39,8 +39,8 @@ static HL_NOINLINE void *new_slow(size_t size, void *const *ra, int nothrow) {
 }
 
 static HL_NOINLINE void *new_forward(size_t size, void *const *ra, int nothrow) {
-  hl_count_forwarded(size);
   void *p = hl_next_alloc.malloc(size);
+  if (hl_counting()) hl_counted(p, size);
   return HL_LIKELY(p != NULL) ? p : retry_or_throw(size, 0, ra, nothrow);
 }
 

@@ -526,22 +526,15 @@ static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
  * such allocations often alternate; with one entry per key each would evict the other and
  * every allocation would walk (measured: 500 instructions per allocation instead of ~60),
  * so a key's set has CHAIN_WAYS entries, replaced round-robin. */
-#define CHAIN_SETS 16u
-#define CHAIN_WAYS 4u
-typedef struct chain_entry {
-  uintptr_t ra; /* frame 0; 0 empty. trace.step[0].pc is the rest of the key */
-  uint16_t pool;
-  uint8_t deciding_steps; /* the first steps of trace that decide (0: not known) */
-  hl_trace trace;
-} chain_entry;
-typedef struct chain_set {
-  chain_entry way[CHAIN_WAYS];
-  unsigned next; /* round-robin victim */
-} chain_set;
-static __thread chain_set tl_chains[CHAIN_SETS] __attribute__((tls_model("initial-exec")));
+#define CHAIN_WAYS HL_PLAN_CHAIN_WAYS
+typedef hl_plan_chain_entry chain_entry;
+typedef hl_plan_chain_set chain_set;
 
+/* The sets are the calling thread's, in its heap (internal.h; interpose.c calls in here
+ * only once the thread has one). */
 static inline chain_set *chain_set_of(uintptr_t ra, uintptr_t caller) {
-  return &tl_chains[((ra * 0x9E3779B97F4A7C15ull) ^ (caller * 0xC2B2AE3D27D4EB4Full)) >> 58 & (CHAIN_SETS - 1)];
+  return &hl_tl_heap->plan_chains[((ra * 0x9E3779B97F4A7C15ull) ^ (caller * 0xC2B2AE3D27D4EB4Full)) >> 58 &
+                                  (HL_PLAN_CHAIN_SETS - 1)];
 }
 
 /* The full decision: collect as many frames as the rules for the first program frame need
