@@ -12,7 +12,6 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -87,8 +86,7 @@ static void caches_clear(hl_heap *h) {
 static void heap_thread_exit(void *arg) {
   hl_heap *heap = arg;
   tl_heap = HEAP_DEAD; /* allocations from later destructors are forwarded */
-  for (unsigned i = 0; i < HL_MAX_POOLS; i++)
-    if (heap->tpools[i]) hl_tpool_retire(heap->tpools[i]);
+  for (hl_tpool *tp = heap->tpool_list; tp; tp = tp->next_in_heap) hl_tpool_retire(tp);
   caches_clear(heap);
   /* Every chunk of the heap now has owner NULL (released or abandoned). The lock orders
    * those stores before the next thread takes the heap, so that thread never sees a chunk
@@ -151,6 +149,8 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
   tp->max_size = pool == HL_POOL_CC       ? HL_MAX_CLASS_SIZE
                  : hl_pool_group(pool) != 0 ? hl_plan_group_max_size()
                                             : hl_state.opt.site_max_size;
+  tp->next_in_heap = heap->tpool_list; /* only the owner thread reads the list */
+  heap->tpool_list = tp;
   __atomic_store_n(&heap->tpools[pool], tp, __ATOMIC_RELEASE);
   return tp;
 }

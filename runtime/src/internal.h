@@ -222,8 +222,9 @@ typedef struct hl_tpool {
   uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
   /* statistics, owner only. Interleaved so that no two counters one path updates are
    * adjacent: GCC merged adjacent ones into SSE load/add/store sequences, 7 instructions
-   * where two scalar adds do (malloc_pair: 9 instructions per pair). */
+   * where two scalar adds do (malloc_pair: about 9 instructions per pair). */
   uint64_t allocs, frees, bytes_requested, freed_slot_bytes, slot_bytes;
+  struct hl_tpool *next_in_heap; /* the heap's thread-pools, for thread exit */
 } hl_tpool;
 
 /* A thread's heap: its thread-pools and its caches (defined with the cache types below). */
@@ -446,6 +447,7 @@ struct hl_heap {
   hl_plan_chain_set plan_chains[HL_PLAN_CHAIN_SETS];
   struct hl_heap *next_heap;      /* registry of every heap made, for statistics */
   struct hl_heap *next_free;      /* free list of heaps whose thread exited */
+  hl_tpool *tpool_list;           /* every thread-pool of tpools[], linked by next_in_heap */
   hl_tpool *tpools[HL_MAX_POOLS]; /* by pool id, created on first use; kept when recycled */
 };
 
