@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a bundled example, on a fresh machine: install what is missing, build,
 # then optimize one workload of the suite end to end (profile its training input, plan
-# the layout, measure the planned layout against the allocator alone), and finish with the
-# honest comparison against every general-purpose allocator.
+# the layout, race every allocator alone against callsite and the plans on top of each,
+# and recommend a plan only where its advantage over the best allocator alone is resolved).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -18,9 +18,9 @@ mkdir -p "$out"
 
 heaplayout optimize --runs 5 -o "$out" --train "${train//,/ }" -- "$exe" ${ref//,/ }
 
-plan=$out/$workload.halo.plan
 echo
-echo "== against every general-purpose allocator (ours stacks on top of any of them)"
-heaplayout bench --runs 3 --json "$out/allocators.json" \
-  --config glibc,jemalloc,mimalloc,tcmalloc,off,callsite,plan="$plan",plan_mi=plan+mimalloc="$plan" \
-  -- "$exe" ${ref//,/ }
+echo "== the evidence: $out/optimize.md (table), $out/optimize.json (every round)"
+if [ -f "$out/recommended.env" ]; then
+  echo "== the recommended configuration's environment (for any launcher: export these, then run the program)"
+  cat "$out/recommended.env"
+fi
