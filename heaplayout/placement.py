@@ -20,6 +20,7 @@ class Placement:
     site_pooled: int  # objects in per-site pools (callsite policy, a plan's `rest callsite`)
     walks: int  # identifications that walked the stack in full
     replays: int  # ... that replayed a recorded walk
+    speculated: int = 0  # ... given a walk's stable answer without walking
 
     @property
     def grouped_share(self) -> float:
@@ -47,7 +48,8 @@ def placement(stats: dict) -> Placement:
                      grouped=sum(p["objects"] for p in grouped),
                      grouped_bytes=sum(p["bytes_requested"] for p in grouped),
                      site_pooled=sum(p["objects"] for p in sites),
-                     walks=int(stats.get("plan_walks", 0)), replays=int(stats.get("plan_replays", 0)))
+                     walks=int(stats.get("plan_walks", 0)), replays=int(stats.get("plan_replays", 0)),
+                     speculated=int(stats.get("plan_speculated", 0)))
 
 
 def read_placement(path: str | Path) -> Placement:
@@ -57,7 +59,7 @@ def read_placement(path: str | Path) -> Placement:
 def describe(p: Placement) -> str:
     return (f"{p.grouped_share:.1%} of {p.allocations:,} allocations ({p.grouped_byte_share:.1%} of bytes) placed "
             f"in the plan's groups; full stack walks for {p.walk_share:.2%} of allocations "
-            f"({p.walks:,}, and {p.replays:,} replayed walks)")
+            f"({p.walks:,}; {p.replays:,} replayed walks, {p.speculated:,} given a walk's stable answer)")
 
 
 def generalizes(training: Placement, measuring: Placement, keep: float = 0.9) -> bool:

@@ -149,3 +149,12 @@ def test_plan_made_at_depth_7_places_a_run_at_depth_10(build_dir, tmp_path) -> N
     # the kept phase is half of all allocations at every depth
     assert 0.45 <= shares["7"].grouped_share <= 0.55
     assert placement.generalizes(shares["7"], shares["10"])
+    # a stable answer is given without walking the recursion each time (walks < 1%) ...
+    assert shares["10"].walk_share < 0.01, placement.describe(shares["10"])
+    # ... and where the answer keeps changing (phases alternating tree by tree) the key stops
+    # speculating and placement stays exact: half, give or take one budget per change
+    stats = tmp_path / "mix.json"
+    r = run("run", "--plan", str(plan), "--stats-json", str(stats), "--", str(prog), "10", "mix")
+    assert r.stdout == subprocess.run([str(prog), "10", "mix"], capture_output=True, text=True, env=env).stdout
+    mix = placement.read_placement(stats)
+    assert 0.49 <= mix.grouped_share <= 0.52, placement.describe(mix)

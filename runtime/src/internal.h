@@ -430,9 +430,22 @@ typedef struct hl_plan_chain_entry {
   uint8_t deciding_steps; /* the first steps of trace that decide (0: not known) */
   hl_trace trace;
 } hl_plan_chain_entry;
+/* A walk's stable answer (plan.c, "speculation"): for one (return address, caller) key,
+ * the answer its last walks agreed on, given without walking `budget` more times. */
+typedef struct hl_plan_speculation {
+  uintptr_t ra, caller;   /* the key; ra 0: none */
+  uint16_t pool;          /* the answer the walks agreed on */
+  uint16_t budget;        /* decisions left before the next walk checks it */
+  uint16_t next_budget;   /* budget after the next agreeing walk (doubles, HL_SPEC_MAX_BUDGET) */
+  uint8_t agreed;         /* consecutive agreeing walks, up to HL_SPEC_MIN_AGREED */
+  uint8_t unstable;       /* the answer changed too often: never speculate on this key */
+  uint16_t changes;       /* walks that disagreed */
+} hl_plan_speculation;
 typedef struct hl_plan_chain_set {
   hl_plan_chain_entry way[HL_PLAN_CHAIN_WAYS];
   unsigned next; /* round-robin victim */
+  hl_plan_speculation spec;
+  uint64_t speculated;   /* decisions given by spec without a walk (statistics) */
 } hl_plan_chain_set;
 
 /* A heap outlives its thread: when the thread exits, its chunks are released or abandoned

@@ -573,11 +573,41 @@ static uint16_t decide(hl_frame f, hl_trace *tr, unsigned *deciding) {
   return pool;
 }
 
+/* After a full walk of the key (ra, caller) answered pool: keep or reset its speculation
+ * (tunables.h, HL_SPEC_*). */
+static void speculation_learn(hl_plan_speculation *s, uintptr_t ra, uintptr_t caller, uint16_t pool) {
+  if (s->ra != ra || s->caller != caller) { /* a new key takes the slot */
+    *s = (hl_plan_speculation){.ra = ra, .caller = caller, .pool = pool, .agreed = 1, .next_budget = 1};
+    return;
+  }
+  if (s->unstable) return;
+  if (s->pool != pool) {
+    s->pool = pool;
+    s->agreed = 1;
+    s->budget = 0;
+    s->next_budget = 1;
+    if (++s->changes > HL_SPEC_MAX_CHANGES) s->unstable = 1;
+    return;
+  }
+  if (s->agreed < HL_SPEC_MIN_AGREED) {
+    s->agreed++;
+    return;
+  }
+  s->budget = s->next_budget;
+  if (s->next_budget < HL_SPEC_MAX_BUDGET) s->next_budget = (uint16_t)(2 * s->next_budget);
+}
+
 uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **decided, unsigned *steps) {
   hl_frame g = f;
   *steps = 0;
   if (!hl_unwind_step_by(&g, r0)) return decide(f, NULL, steps);
   chain_set *set = chain_set_of(f.pc, g.pc);
+  hl_plan_speculation *spec = &set->spec;
+  if (spec->budget != 0 && spec->ra == f.pc && spec->caller == g.pc) {
+    spec->budget--;
+    set->speculated++;
+    return spec->pool;
+  }
   for (unsigned w = 0; w < CHAIN_WAYS; w++) {
     const chain_entry *c = &set->way[w];
     hl_frame h = g;
@@ -594,6 +624,7 @@ uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **
   atomic_fetch_add_explicit(&hl_state.plan_walks, 1, memory_order_relaxed); /* rare: not on the fast path */
   unsigned deciding;
   uint16_t pool = decide(f, &tr, &deciding);
+  if (HL_SPEC_MAX_BUDGET != 0) speculation_learn(spec, f.pc, g.pc, pool);
   if (tr.replayable && tr.nsteps > 0) {
     chain_entry *c = &set->way[set->next];
     set->next = (set->next + 1) % CHAIN_WAYS;

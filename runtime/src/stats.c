@@ -109,6 +109,15 @@ static void json_escape(out *o, const char *s) {
   }
 }
 
+/* Plan decisions given by a walk's stable answer without walking (plan.c), over every
+ * heap: the counts live in the threads' own chain sets, not in a shared counter. */
+static uint64_t plan_speculated(void) {
+  uint64_t n = 0;
+  for (hl_heap *h = hl_heap_list(); h; h = h->next_heap)
+    for (unsigned s = 0; s < HL_PLAN_CHAIN_SETS; s++) n += h->plan_chains[s].speculated;
+  return n;
+}
+
 static void write_json(const pool_totals *t, unsigned npools, const char *path_template) {
   char path[600], tmp[640];
   /* %p in the path becomes the pid, so that processes a run spawns do not collide */
@@ -158,11 +167,12 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
                (unsigned long long)p->chunks, (unsigned long long)(p->allocs - p->frees), fragmentation(p));
     first = 0;
   }
-  out_printf(&o, "],\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu}\n",
+  out_printf(&o, "],\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu,"
+             "\"plan_speculated\":%llu}\n",
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes),
              (unsigned long long)atomic_load(&hl_state.plan_walks),
-             (unsigned long long)atomic_load(&hl_state.plan_replays));
+             (unsigned long long)atomic_load(&hl_state.plan_replays), (unsigned long long)plan_speculated());
   out_flush(&o);
   close(o.fd);
   rename(tmp, path);
@@ -191,11 +201,12 @@ static void write_table(const pool_totals *t, unsigned npools) {
     }
     uint64_t walks = atomic_load(&hl_state.plan_walks);
     out_printf(&o, "heaplayout: plan placed %.1f%% of %llu allocations (%.1f%% of bytes) in its groups; "
-               "full stack walks for %.2f%% of allocations (%llu), %llu replayed walks (the rest were cached)\n",
+               "full stack walks for %.2f%% of allocations (%llu), %llu replayed walks, %llu given a walk's stable "
+               "answer (the rest were cached)\n",
                all ? 100.0 * (double)grouped / (double)all : 0.0, (unsigned long long)all,
                all_bytes ? 100.0 * (double)grouped_bytes / (double)all_bytes : 0.0,
                all ? 100.0 * (double)walks / (double)all : 0.0, (unsigned long long)walks,
-               (unsigned long long)atomic_load(&hl_state.plan_replays));
+               (unsigned long long)atomic_load(&hl_state.plan_replays), (unsigned long long)plan_speculated());
   }
   if (used == 0) {
     out_flush(&o);

@@ -54,6 +54,20 @@
  * at 40, 72, ... bytes instead of 48, 80, ..., and at 24 in packed groups (size_class.c).
  * The planner asks for 8 when every module the plan names was built by GCC. */
 
+/* Ours. A plan rule that needs frames beyond a deep recursion makes every allocation walk
+ * the whole recursion (hp_recursive_eval at depth 16: ~200 ns per allocation, its run
+ * time nearly doubled), because no walk replays another path through it. When the walks
+ * of one (return address, caller) key agree HL_SPEC_MIN_AGREED times in a row, their
+ * answer is given without walking for a budget that doubles with every further agreeing
+ * walk, up to HL_SPEC_MAX_BUDGET decisions: a stable key then walks for under 1% of its
+ * allocations, and a change of answer (a new phase of the program) is seen within that
+ * many allocations. A key whose answer changed more than HL_SPEC_MAX_CHANGES times never
+ * speculates again, so interleaved answers stay exact. Only placement can be wrong, never
+ * the program. HL_SPEC_MAX_BUDGET 0 turns it off. */
+#define HL_SPEC_MIN_AGREED 4u
+#define HL_SPEC_MAX_BUDGET 256u
+#define HL_SPEC_MAX_CHANGES 8u
+
 /* The size map's granule: at most one object starts in each (objects are >= 16 bytes). */
 #define HL_GRANULE_SHIFT 4u
 #define HL_GRANULE (1u << HL_GRANULE_SHIFT)

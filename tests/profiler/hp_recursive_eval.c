@@ -5,7 +5,8 @@
  * planner groups it), "scratch" frees each value at once (left to the allocator). Telling
  * the two apart needs the frame beyond the recursion, so a deeper run than the profiled
  * one meets paths through the recursion that the profile never saw.
- * Usage: hp_recursive_eval DEPTH  (prints the two phases' sums). */
+ * Usage: hp_recursive_eval DEPTH [mix]  (prints the two phases' sums; with "mix" the
+ * phases alternate tree by tree, so the answer for one call chain keeps changing). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -90,8 +91,16 @@ __attribute__((noinline)) static long run_scratch(int depth, int trees)
 int main(int argc, char** argv)
 {
    int depth = argc > 1 ? atoi(argv[1]) : 7;
-   long a = run_keep(depth, 16);
-   long b = run_scratch(depth, 16);
+   long a = 0, b = 0;
+   if (argc > 2 && argv[2][0] == 'm') {   /* "mix": the phases alternate tree by tree */
+      for (int t = 0; t < 16; t++) {
+         a += run_keep(depth, 1);
+         b += run_scratch(depth, 1);
+      }
+   } else {
+      a = run_keep(depth, 16);
+      b = run_scratch(depth, 16);
+   }
    printf("%ld %ld\n", a, b);
    while (kept) { struct value* n = kept->next; free(kept); kept = n; }
    return 0;
