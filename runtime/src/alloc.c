@@ -155,6 +155,22 @@ void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p) {
 
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c) { chunk_emptied(tp, c); }
 
+void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uintptr_t unmarked) {
+  tp->frees++;
+  tp->freed_slot_bytes += hl_class_size[cls];
+  if (!tp->no_reuse) {
+    hl_free_slot *s = p, *head = tp->free[cls];
+    s->link = (uintptr_t)head | unmarked;
+    if (head) head->prev = s;
+    tp->free[cls] = s;
+  }
+  if (--c->live == 0 && (c != tp->cur || tp->n_others != 0)) chunk_emptied(tp, c);
+}
+
+/* The list of site cache entries without a direct list: always empty, never written
+ * (the pop writes the list only after it found a slot on it). */
+hl_free_slot *hl_no_slot;
+
 /* Take what other threads freed into c. Returns 1 when c became empty (not released). */
 static int collect_remote(hl_tpool *tp, hl_chunk *c) {
   if (atomic_load_explicit(&c->remote, memory_order_relaxed) == NULL) return 0;

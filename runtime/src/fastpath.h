@@ -49,9 +49,9 @@ static inline hl_chain_node *hl_chain_node_of(hl_heap *h, uint64_t key) {
  * walk stepped by it, has stepped from its return address before. */
 static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, const hl_site_cache_entry *e,
                                                                     void *const *fp) {
-  if (e->r0.cfa_reg < 0) return HL_TP_WALK;
+  const hl_step_rule *r = hl_site_rule(h, e);
+  if (r->cfa_reg < 0) return HL_TP_WALK;
   hl_frame f = hl_caller_frame(fp);
-  const hl_step_rule *r = &e->r0;
   uint64_t key = f.pc;
   for (unsigned k = 0; k < HL_CHAIN_FAST_STEPS; k++) {
     if (!hl_unwind_step_recorded(&f, r)) break;
@@ -64,8 +64,54 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, 
   return HL_TP_WALK;
 }
 
+/* The site-direct fast path of malloc and operator new, taken before anything else and
+ * without a frame: the thread's cache entry for the return address, a request of the size
+ * the site asked for last, and the head of the pool's free list for that size's class,
+ * found through the entry (no policy test: a thread has cache entries only under a placing
+ * policy; no size class lookup; no statistics: entries get a direct list only while
+ * statistics are off). NULL: take the full path (hl_alloc_try and on). */
+static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t size, uintptr_t ra) {
+  const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
+  if (HL_UNLIKELY(e->ra != ra || e->size != size)) return NULL;
+  hl_free_slot **list = e->list, *obj = *list;
+  if (HL_UNLIKELY(obj == NULL)) return NULL;
+  hl_chunk *c = hl_chunk_of(obj);
+  if (HL_UNLIKELY(c->emptied)) return NULL; /* the slow path releases emptied chunks first */
+  uintptr_t link = obj->link;
+  int unmarked;
+#if defined(__x86_64__)
+  __asm__("btrq $0, %0" : "+r"(link), "=@ccc"(unmarked));
+#else
+  unmarked = (int)(link & HL_SLOT_UNMARKED);
+  link &= ~HL_SLOT_UNMARKED;
+#endif
+  *list = (hl_free_slot *)link;
+  if (!unmarked) { /* freed by free(): drop the double-free mark, keep the class */
+#if defined(__x86_64__)
+    __asm__("andb %1, %0" : "+m"(*hl_sizemap_entry(c, obj)) : "i"(~HL_SIZEMAP_FREE & 0xff));
+#else
+    *hl_sizemap_entry(c, obj) &= ~HL_SIZEMAP_FREE;
+#endif
+  }
+  c->live++;
+  return obj;
+}
+
 /* Statistics are on: forwarded requests are counted (hl_counted). */
 static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0)); }
+/* Points e's direct list at tp's list for the class of size when the direct pop may serve
+ * this site (tp a pool that takes size, statistics off), else at the empty hl_no_slot. */
+static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size_t size) {
+  if (tp != NULL && tp != HL_TP_WALK && size <= tp->max_size && size <= hl_state.opt.max_size &&
+      size <= HL_MAX_CLASS_SIZE && !tp->counting) {
+    e->size = size;
+    e->list = &tp->free[hl_size_class_in(tp->classes, size)];
+  } else {
+    e->size = 0;
+    e->list = &hl_no_slot;
+  }
+}
+
 /* p, the answer of the allocator underneath to a request of size bytes, counted when it
  * served it (a huge request it refused moved no bytes). Callers test hl_counting() first,
  * so that without statistics the call below stays a tail call. */
@@ -88,10 +134,14 @@ static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, voi
   if (size > hl_state.opt.max_size) return HL_FORWARD;
   uintptr_t ra = (uintptr_t)fp[1];
   hl_heap *h = hl_tl_heap;
-  const hl_site_cache_entry *e = hl_site_entry(h, ra);
+  hl_site_cache_entry *e = hl_site_entry(h, ra);
   if (e->ra != ra) return NULL;
   hl_tpool *tp = e->tp;
-  if (tp == HL_TP_WALK && (tp = hl_chain_try(h, e, fp)) == HL_TP_WALK) return NULL;
+  if (tp == HL_TP_WALK) {
+    if ((tp = hl_chain_try(h, e, fp)) == HL_TP_WALK) return NULL;
+  } else if (e->size != size && tp != NULL) { /* the site asks for another size: follow it */
+    hl_site_direct_set(e, tp, size);
+  }
   if (tp == NULL || size > tp->max_size) return HL_FORWARD;
   return hl_tpool_try_alloc(tp, size);
 }
@@ -107,7 +157,7 @@ static inline __attribute__((always_inline)) void *hl_policy_alloc(int policy, s
   if (HL_LIKELY(e->ra == ra)) {
     tp = e->tp;
     if (HL_UNLIKELY(tp == HL_TP_WALK) && (tp = hl_chain_try(h, e, fp)) == HL_TP_WALK)
-      tp = hl_plan_walk_tpool(fp, &e->r0, size);
+      tp = hl_plan_walk_tpool(fp, hl_site_rule(h, e), size);
   } else if (policy == HL_POLICY_CALLSITE) {
     tp = hl_site_tpool_slow(ra, size);
   } else {

@@ -219,10 +219,13 @@ typedef struct hl_tpool {
   struct hl_heap *heap;     /* HL_HEAP_EXPLICIT for an explicit pool */
   uint16_t pool;
   uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
+  uint8_t counting;         /* statistics are on: frees take the counting path (hl_free_slot_counted) */
   uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
-  /* statistics, owner only. Interleaved so that no two counters one path updates are
-   * adjacent: GCC merged adjacent ones into SSE load/add/store sequences, 7 instructions
-   * where two scalar adds do (malloc_pair: about 9 instructions per pair). */
+  /* statistics, owner only; kept exact only while statistics are on (the site-direct
+   * allocation and the local free skip them otherwise: nothing reads them then).
+   * Interleaved so that no two counters one path updates are adjacent: GCC merged
+   * adjacent ones into SSE load/add/store sequences, 7 instructions where two scalar adds
+   * do (malloc_pair: about 9 instructions per pair). */
   uint64_t allocs, frees, bytes_requested, freed_slot_bytes, slot_bytes;
   struct hl_tpool *next_in_heap; /* the heap's thread-pools, for thread exit */
 } hl_tpool;
@@ -409,8 +412,14 @@ void hl_unwind_refresh_modules(void);
 typedef struct hl_site_cache_entry {
   uintptr_t ra;     /* 0: empty (no return address is 0) */
   hl_tpool *tp;     /* NULL: not pooled; HL_TP_WALK: the plan needs a stack walk here */
-  hl_step_rule r0;  /* with HL_TP_WALK: the unwind rule at ra, the walk's first step */
+  /* The site-direct fast path (fastpath.h, hl_site_direct_pop): a request of exactly
+   * `size` bytes pops the head of *list, tp's free list for the class of that size (the
+   * size the site asked for last). Entries that are not pooled, walk, or count statistics
+   * point list at hl_no_slot, an always-empty list, so the pop misses without a test. */
+  size_t size;
+  struct hl_free_slot **list;
 } hl_site_cache_entry;
+extern struct hl_free_slot *hl_no_slot;
 #define HL_TP_WALK ((hl_tpool *)1)
 
 /* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try). */
@@ -456,6 +465,7 @@ typedef struct hl_plan_chain_set {
  * not the reader's own, so the reader takes the remote path. */
 struct hl_heap {
   hl_site_cache_entry sites[HL_SITE_CACHE_SLOTS];
+  hl_step_rule site_rules[HL_SITE_CACHE_SLOTS]; /* of sites[i] with HL_TP_WALK: the unwind rule at its ra, the walk's first step */
   hl_chain_node chain_nodes[HL_CHAIN_NODES];
   hl_plan_chain_set plan_chains[HL_PLAN_CHAIN_SETS];
   struct hl_heap *next_heap;      /* registry of every heap made, for statistics */
@@ -466,6 +476,9 @@ struct hl_heap {
 
 static inline hl_site_cache_entry *hl_site_entry(hl_heap *h, uintptr_t ra) {
   return &h->sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+}
+static inline hl_step_rule *hl_site_rule(hl_heap *h, const hl_site_cache_entry *e) {
+  return &h->site_rules[e - h->sites];
 }
 
 /* The free path for our objects: the owner thread pushes the slot on its list for the
@@ -481,6 +494,8 @@ static inline hl_site_cache_entry *hl_site_entry(hl_heap *h, uintptr_t ra) {
  * and again when the owner collects them. */
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c);
 void hl_free_remote(hl_chunk *c, void *p);
+/* hl_free_slot_local with statistics on: counts the free, then does what it does */
+void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uintptr_t unmarked);
 /* entry: the slot's size-map entry (0: not an object, HL_SIZEMAP_FREE set: freed already).
  * It does not return; it is not declared noreturn, so that callers reach it by a jump. */
 __attribute__((cold)) void hl_free_invalid(const void *p, uint8_t entry, const char *func);
@@ -501,14 +516,14 @@ static inline void hl_sizemap_mark_free(uint8_t *entry) {
 static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *tp, hl_chunk *c, void *p, size_t cls,
                                                                    uintptr_t unmarked) {
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
-  tp->frees++;
-  tp->freed_slot_bytes += hl_class_size[cls];
-  if (HL_LIKELY(!tp->no_reuse)) {
-    hl_free_slot *s = p, *head = tp->free[cls];
-    s->link = (uintptr_t)head | unmarked;
-    if (head) head->prev = s;
-    tp->free[cls] = s;
+  if (HL_UNLIKELY(tp->counting)) { /* statistics: counted out of line, by a tail call */
+    hl_free_slot_counted(tp, c, p, cls, unmarked);
+    return;
   }
+  hl_free_slot *s = p, *head = tp->free[cls];
+  s->link = (uintptr_t)head | unmarked;
+  if (head) head->prev = s;
+  tp->free[cls] = s;
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
   if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
 }

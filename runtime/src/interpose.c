@@ -27,6 +27,7 @@ HL_NOINLINE hl_tpool *hl_site_tpool_slow(uintptr_t ra, size_t size) {
   hl_site_cache_entry *e = hl_site_entry(heap, ra);
   e->ra = ra;
   e->tp = tp;
+  hl_site_direct_set(e, tp, size);
   return tp;
 }
 
@@ -86,7 +87,8 @@ HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
   if (needs_walk) {
     e->ra = f.pc;
     e->tp = HL_TP_WALK;
-    hl_unwind_rule(f.pc, &e->r0);
+    hl_site_direct_set(e, HL_TP_WALK, size);
+    hl_unwind_rule(f.pc, hl_site_rule(heap, e));
     if (pool == 0 && (pool = rest_pool(f.pc, size)) == 0) return NULL;
     return tpool_of(heap, pool);
   }
@@ -96,6 +98,7 @@ HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
   if (tp != NULL || pool == 0) {
     e->ra = f.pc;
     e->tp = tp;
+    hl_site_direct_set(e, tp, size);
   }
   return tp;
 }
@@ -117,10 +120,20 @@ static HL_NOINLINE void *malloc_forward(size_t size) {
   return hl_next_alloc.malloc(size);
 }
 
-__attribute__((used, noinline)) void *hl_malloc_placing(size_t size) {
+/* Reached by a jump from malloc_placing: its return address is still the program's call
+ * site, and its own frame starts the stack walk. */
+static HL_NOINLINE __attribute__((noclone)) void *malloc_placing_full(size_t size) {
   void *p = hl_alloc_try(size, HL_FRAME);
   if (HL_LIKELY(p > HL_FORWARD)) return p;
   return p == HL_FORWARD ? malloc_forward(size) : hl_malloc_from(size, HL_FRAME);
+}
+
+/* The site-direct pop with no frame of its own (it reads the return address at the stack
+ * pointer), else a jump to the full path. */
+__attribute__((used, noinline, optimize("omit-frame-pointer"))) void *hl_malloc_placing(size_t size) {
+  void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));
+  if (HL_LIKELY(p != NULL)) return p;
+  return malloc_placing_full(size);
 }
 
 __asm__(".text\n"

@@ -38,6 +38,7 @@ static void pool_init(Pool *pd, size_t align, int bump_only) {
   ap->tp.pool = HL_POOL_API;
   ap->tp.classes = hl_classes_16;
   ap->tp.no_reuse = (uint8_t)bump_only;
+  ap->tp.counting = 1; /* its statistics are added up when it is destroyed (and no_reuse is out of line) */
   ap->tp.max_size = HL_MAX_CLASS_SIZE;
   ap->align = align <= HL_GRANULE ? HL_GRANULE : align;
   ap->magic = API_POOL_MAGIC;
