@@ -196,7 +196,7 @@ void hl_tpool_collect_all(hl_tpool *tp) {
 
 /* Make c the current chunk; the old current one joins the others. */
 void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c) {
-  atomic_store_explicit(&c->owner, tp, memory_order_release);
+  hl_chunk_set_owner(c, tp, memory_order_release);
   hl_chunk *old = tp->cur;
   if (old) {
     account_extent(old);
@@ -210,7 +210,7 @@ void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c) {
  * map when it was abandoned; they stay marked, as freed slots are) join our lists, and so
  * do frees made since. */
 static void adopt(hl_tpool *tp, hl_chunk *c) {
-  atomic_store_explicit(&c->owner, tp, memory_order_release);
+  hl_chunk_set_owner(c, tp, memory_order_release);
   uint8_t *map = hl_chunk_sizemap(c), e;
   FOR_EACH_OBJECT(c, map, pos, e) {
     uint8_t cls = e & ~HL_SIZEMAP_FREE;
@@ -339,6 +339,12 @@ void hl_free_remote(hl_chunk *c, void *p) {
 }
 
 void hl_free_ours(void *p) { hl_free_ours_inline(p); }
+
+void hl_free_other(hl_chunk *c, void *p, size_t size) {
+  hl_tpool *tp = atomic_load_explicit(&c->owner, memory_order_acquire);
+  if (tp == NULL || tp->heap != hl_tl_heap) hl_free_remote(c, p);
+  else hl_free_owned(tp, c, p, size, 1);
+}
 
 size_t hl_usable_size_ours(const void *p) {
   hl_chunk *c = hl_chunk_of(p);

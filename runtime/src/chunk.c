@@ -67,7 +67,7 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   c->pool = pool;
   c->in_use = 1;
   c->emptied = 0;
-  atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
+  hl_chunk_set_owner(c, NULL, memory_order_relaxed);
   c->next = c->prev = NULL;
   /* ccmalloc chunks keep cc-blocks aligned to the chunk: no colour */
   uint32_t colors = hl_state.opt.chunk_colors ? hl_state.opt.chunk_colors : 1;
@@ -114,7 +114,7 @@ void hl_chunk_release(hl_chunk *c) {
   hl_pool_resident_add(c->pool, -(long)c->accounted);
   c->accounted = 0;
   c->in_use = 0;
-  atomic_store_explicit(&c->owner, NULL, memory_order_relaxed);
+  hl_chunk_set_owner(c, NULL, memory_order_relaxed);
   lock();
   int keep = spare_count < hl_state.opt.spare_chunks;
   if (keep) {
@@ -134,7 +134,7 @@ void hl_chunk_release(hl_chunk *c) {
 }
 
 void hl_chunk_abandon(hl_chunk *c) {
-  atomic_store_explicit(&c->owner, NULL, memory_order_release);
+  hl_chunk_set_owner(c, NULL, memory_order_release);
   lock();
   c->prev = NULL;
   c->next = abandoned[c->pool];

@@ -138,6 +138,10 @@ typedef struct hl_chunk {
   uint8_t in_use;
   uint8_t emptied;                    /* no live object, slots still on the lists (alloc.c) */
   _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
+  /* owner->heap, the one thing free compares with the thread's heap; NULL while abandoned,
+   * while the owner counts statistics, and for pool.h pools (their free takes the full
+   * path, hl_free_other). Written only with owner (hl_chunk_set_owner). */
+  _Atomic(struct hl_heap *) owner_heap;
   struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
   char *bump, *end;                   /* bump region of fresh space */
   char *data;                         /* first object address */
@@ -262,6 +266,13 @@ void hl_tpool_retire(hl_tpool *tp);  /* owner thread exits */
 size_t hl_usable_size_ours(const void *p);
 void *hl_realloc_ours(void *p, size_t size);
 void hl_tpool_destroy(hl_tpool *tp);
+
+/* Sets c's owner (NULL: none) and with it owner_heap. */
+static inline void hl_chunk_set_owner(hl_chunk *c, hl_tpool *tp, memory_order order) {
+  hl_heap *h = tp != NULL && !tp->counting && tp->heap != HL_HEAP_EXPLICIT ? tp->heap : NULL;
+  atomic_store_explicit(&c->owner_heap, h, memory_order_relaxed);
+  atomic_store_explicit(&c->owner, tp, order);
+}
 
 /* Takes s, the head of tp's list for cls (in chunk c), off the list: it is live again. */
 static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uint8_t cls, hl_free_slot *s, hl_chunk *c) {
@@ -474,8 +485,12 @@ struct hl_heap {
   hl_tpool *tpools[HL_MAX_POOLS]; /* by pool id, created on first use; kept when recycled */
 };
 
+/* Return address bits 2..9 xor bits 11..18, computed as the entry's byte offset (shift,
+ * xor, shift, mask: the index form took two instructions more on every malloc). */
+_Static_assert(sizeof(hl_site_cache_entry) == 32, "hl_site_entry computes offsets of 32-byte entries");
 static inline hl_site_cache_entry *hl_site_entry(hl_heap *h, uintptr_t ra) {
-  return &h->sites[((ra >> 2) ^ (ra >> 11)) & (HL_SITE_CACHE_SLOTS - 1)];
+  uintptr_t off = ((ra ^ (ra >> 9)) << 3) & ((uintptr_t)(HL_SITE_CACHE_SLOTS - 1) << 5);
+  return (hl_site_cache_entry *)((char *)h->sites + off);
 }
 static inline hl_step_rule *hl_site_rule(hl_heap *h, const hl_site_cache_entry *e) {
   return &h->site_rules[e - h->sites];
@@ -514,9 +529,9 @@ static inline void hl_sizemap_mark_free(uint8_t *entry) {
 /* The owner's free of slot p of class cls in chunk c (unmarked: HL_SLOT_UNMARKED when its
  * size-map entry was left alone). */
 static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *tp, hl_chunk *c, void *p, size_t cls,
-                                                                   uintptr_t unmarked) {
+                                                                   uintptr_t unmarked, int may_count) {
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
-  if (HL_UNLIKELY(tp->counting)) { /* statistics: counted out of line, by a tail call */
+  if (may_count && HL_UNLIKELY(tp->counting)) { /* statistics: counted out of line, by a tail call */
     hl_free_slot_counted(tp, c, p, cls, unmarked);
     return;
   }
@@ -528,17 +543,10 @@ static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *t
   if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
 }
 
-/* size: the object's size when the caller knows it (a sized delete), else 0; the class is
- * then computed, not read from the chunk's size map (for a random free, one more cache
- * line). Each way has its own copy of the rest, and a bad free leaves by a tail call, so
- * that the entry points stay leaf functions without a frame. */
-static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, size_t size) {
-  hl_chunk *c = hl_chunk_of(p);
-  hl_tpool *tp = atomic_load_explicit(&c->owner, memory_order_acquire);
-  if (HL_UNLIKELY(tp == NULL || tp->heap != hl_tl_heap)) {
-    hl_free_remote(c, p);
-    return;
-  }
+/* The owner's free of p in c, of size bytes (0: not known; see hl_free_ours_sized).
+ * may_count 0: the caller knows tp does not count statistics (owner_heap was set). */
+static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl_chunk *c, void *p, size_t size,
+                                                              int may_count) {
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
   /* cls is a size_t: as a uint8_t GCC sign-extends it for every index (one more instruction) */
   if (size - 1 < HL_MAX_CLASS_SIZE) {
@@ -548,7 +556,7 @@ static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, si
       hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
       return;
     }
-    hl_free_slot_local(tp, c, p, cls, HL_SLOT_UNMARKED);
+    hl_free_slot_local(tp, c, p, cls, HL_SLOT_UNMARKED, may_count);
   } else {
     uint8_t *entry = hl_sizemap_entry(c, p);
     size_t cls = *entry;
@@ -557,8 +565,24 @@ static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, si
       return;
     }
     hl_sizemap_mark_free(entry);
-    hl_free_slot_local(tp, c, p, cls, 0);
+    hl_free_slot_local(tp, c, p, cls, 0, may_count);
   }
+}
+/* A free whose chunk's owner_heap is not the thread's heap: another thread's chunk
+ * (remote), an abandoned one, or the thread's own while statistics are counted. */
+void hl_free_other(hl_chunk *c, void *p, size_t size);
+/* size: the object's size when the caller knows it (a sized delete), else 0; the class is
+ * then computed, not read from the chunk's size map (for a random free, one more cache
+ * line). Each way has its own copy of the rest, and a bad free leaves by a tail call, so
+ * that the entry points stay leaf functions without a frame. Only the owner thread ever
+ * finds its own heap in owner_heap (it wrote it), so a relaxed load decides. */
+static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, size_t size) {
+  hl_chunk *c = hl_chunk_of(p);
+  if (HL_UNLIKELY(atomic_load_explicit(&c->owner_heap, memory_order_relaxed) != hl_tl_heap)) {
+    hl_free_other(c, p, size);
+    return;
+  }
+  hl_free_owned(atomic_load_explicit(&c->owner, memory_order_relaxed), c, p, size, 0);
 }
 static inline void hl_free_ours_inline(void *p) { hl_free_ours_sized(p, 0); }
 

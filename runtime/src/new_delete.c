@@ -60,11 +60,19 @@ static void *new_aligned_impl(size_t size, size_t align, void *const *ra, int no
 
 #define RA HL_FRAME
 
-/* new */
-HL_EXPORT void *_Znwm(size_t size) { return new_impl(size, RA, 0); }
-HL_EXPORT void *_Znam(size_t size) { return new_impl(size, RA, 0); }
-HL_EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; return new_impl(size, RA, 1); }
-HL_EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; return new_impl(size, RA, 1); }
+/* new: the site-direct pop (fastpath.h) with no frame, else a jump to the full path, whose
+ * frame then starts the stack walk with the program's call site as its return address. */
+static HL_NOINLINE __attribute__((noclone)) void *new_full(size_t size) { return new_impl(size, RA, 0); }
+static HL_NOINLINE __attribute__((noclone)) void *new_full_nothrow(size_t size) { return new_impl(size, RA, 1); }
+#define HL_NEW_DIRECT(full)                                                         \
+  void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));     \
+  if (HL_LIKELY(p != NULL)) return p;                                               \
+  return full(size)
+#define HL_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
+HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_full); }
+HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_full); }
+HL_EXPORT HL_FRAMELESS void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; HL_NEW_DIRECT(new_full_nothrow); }
+HL_EXPORT HL_FRAMELESS void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; HL_NEW_DIRECT(new_full_nothrow); }
 HL_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
 HL_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
 HL_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
