@@ -1,24 +1,44 @@
 #!/usr/bin/env bash
-# Instructions per malloc/free pair (callgrind, exactly repeatable), for each allocator and
-# our runtime on top of glibc and mimalloc. The loop itself costs ~10 instructions per pair
-# in every configuration. Usage: benchmarks/count_pair_instructions.sh [pairs]
+# Instructions per malloc/free pair (callgrind, exact), for each allocator alone and our
+# runtime's off, callsite and a plan on top of glibc and mimalloc: the total of a run of 2N
+# pairs minus that of a run of N pairs, divided by N, so that start-up, warm-up and exit
+# cancel out. The benchmark's loop costs 14 instructions per pair in every row (12 in main,
+# 2 in its site_alloc). Usage: benchmarks/count_pair_instructions.sh [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pairs=${1:-1000000}
+pairs=${1:-200000}
 exe=build/benchmarks/malloc_pair
 lib=$PWD/build/runtime/libheaplayout.so
 d=/usr/lib/x86_64-linux-gnu
-run() { # name, preload, policy
-  local out; out=$(mktemp)
-  env LD_PRELOAD="$2" HEAPLAYOUT_POLICY="$3" HEAPLAYOUT_MIN_OBJECTS=0 \
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$exe" --pairs "$pairs" --size 64 >/dev/null 2>"$out.err"
-  local total; total=$(grep -E "^(summary|totals):" "$out" | head -1 | awk '{print $2}')
-  printf '| %s | %.1f |\n' "$1" "$(echo "$total / $pairs" | bc -l)"
-  rm -f "$out" "$out.err"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# the plan: one group of the benchmark's call sites (return addresses from its disassembly)
+python3 - "$exe" > "$tmp/pair.plan" <<'EOF'
+import sys
+from pathlib import Path
+sys.path.insert(0, ".")
+from heaplayout import elf
+b = Path(sys.argv[1]).resolve()
+print("heaplayout-plan 1\nstrategy halo\nchunk_size 1048576\nmax_object_size 4096")
+print(f"module 0 {elf.build_id(b)} {b}\nskip libc.so.6\ngroup 1 1 1")
+for ra in elf.call_return_addresses(b, "main", "site_alloc"):
+    print(f"select 1 0:{ra:x}")
+print("end")
+EOF
+total() { # pairs preload policy
+  env LD_PRELOAD="$2" HEAPLAYOUT_POLICY="$3" HEAPLAYOUT_PLAN="$tmp/pair.plan" HEAPLAYOUT_MIN_OBJECTS=0 \
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "$exe" --pairs "$1" --size 64 >/dev/null 2>"$tmp/cg.err"
+  grep -E "^(summary|totals):" "$tmp/cg.out" | head -1 | awk '{print $2}'
+}
+run() { # name preload policy
+  local one two
+  one=$(total "$pairs" "$2" "$3")
+  two=$(total $((2 * pairs)) "$2" "$3")
+  printf '| %s | %.1f |\n' "$1" "$(echo "($two - $one) / $pairs" | bc -l)"
 }
 echo "command: benchmarks/count_pair_instructions.sh $pairs"
 echo
-echo "| configuration | instructions per malloc/free pair (whole program / pairs) |"
+echo "| configuration | instructions per malloc/free pair ((2N - N pairs) / N) |"
 echo "|---|---|"
 run glibc "" off
 run jemalloc "$d/libjemalloc.so.2" off
@@ -26,5 +46,7 @@ run mimalloc "$d/libmimalloc.so.2" off
 run tcmalloc "$d/libtcmalloc_minimal.so.4" off
 run "ours off / glibc" "$lib" off
 run "ours callsite (pooled) / glibc" "$lib" callsite
+run "ours plan (pooled) / glibc" "$lib" plan
 run "ours off / mimalloc" "$lib:$d/libmimalloc.so.2" off
 run "ours callsite (pooled) / mimalloc" "$lib:$d/libmimalloc.so.2" callsite
+run "ours plan (pooled) / mimalloc" "$lib:$d/libmimalloc.so.2" plan
