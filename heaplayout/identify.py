@@ -124,7 +124,17 @@ def _nearest_label(node: _Node) -> int:
     return min(node.labels, key=lambda label: (-node.weight.get(label, 0), label))
 
 
-def _emit(node: _Node, prefix: Chain, inherited: int, out: list[Rule]) -> None:
+def _relabel(node: _Node, label: int, overruled: dict[int, tuple[int, int]]) -> None:
+    """Every context at or below node gets `label` (a dominated subtree, _emit)."""
+    for c in node.ending:
+        if c.group != label:
+            overruled[c.id] = (c.group, label)
+    for child in node.children.values():
+        _relabel(child, label, overruled)
+
+
+def _emit(node: _Node, prefix: Chain, inherited: int, out: list[Rule],
+          dominance: float = 1.0, overruled: dict[int, tuple[int, int]] | None = None) -> None:
     """Rules for the subtree under `prefix`, where shorter rules already give `inherited`.
 
     A subtree of one label is decided at its top: one rule, unless the label is already
@@ -137,23 +147,33 @@ def _emit(node: _Node, prefix: Chain, inherited: int, out: list[Rule]) -> None:
         if label != inherited:
             out.append(Rule(label, prefix))
         return
+    if node.depth > 0 and dominance < 1.0 and overruled is not None:
+        # a label with at least `dominance` of the allocations below decides the whole
+        # subtree: the others' rules would make every allocation here walk the stack
+        total = sum(node.weight.values())
+        best = _nearest_label(node)
+        if total > 0 and node.weight.get(best, 0) >= dominance * total:
+            if best != inherited:
+                out.append(Rule(best, prefix))
+            _relabel(node, best, overruled)
+            return
     here = node.forced if node.forced is not None else (_nearest_label(node) if node.depth > 0 else None)
     if here is not None:
         if here != inherited:
             out.append(Rule(here, prefix))
         inherited = here
     for frame in sorted(node.children):
-        _emit(node.children[frame], prefix + (frame,), inherited, out)
+        _emit(node.children[frame], prefix + (frame,), inherited, out, dominance, overruled)
 
 
-def apcc_rules(contexts: list[LabelledContext]) -> RuleTable:
+def apcc_rules(contexts: list[LabelledContext], dominance: float = 1.0) -> RuleTable:
     """Adaptive partial call chains: each context is decided by the shortest prefix of its
     chain (innermost frames) that no context of another label shares; see the module doc."""
     root = _build_trie(contexts)
     overruled: dict[int, tuple[int, int]] = {}
     _collect_labels(root, overruled)
     rules: list[Rule] = []
-    _emit(root, (), 0, rules)
+    _emit(root, (), 0, rules, dominance, overruled)
     return RuleTable(rules, overruled)
 
 

@@ -129,3 +129,21 @@ def test_unseen_chains_under_a_mixed_prefix_take_the_nearest_label() -> None:
     assert identify.classify(table.rules, chain("e h")) == 0  # e's allocations are mostly ungrouped
     assert identify.classify(table.rules, chain("e g")) == 1
     assert set(table.rules) == {Rule(1, chain("w")), Rule(2, chain("w b")), Rule(1, chain("e g"))}
+
+
+def test_a_dominant_label_decides_its_prefix_alone() -> None:
+    """With dominance 0.9, a prefix whose profiled allocations are at least 90% one label's
+    gets one rule: the minority is placed with the majority (and reported as overruled)
+    instead of making every allocation through the prefix walk further."""
+    contexts = [LabelledContext(1, chain("w a main"), 100, 1, objects=950),
+                LabelledContext(2, chain("w b main"), 100, 0, objects=50),
+                LabelledContext(3, chain("e f"), 100, 1, objects=800),
+                LabelledContext(4, chain("e g"), 100, 0, objects=200)]
+    exact = identify.apcc_rules(contexts)
+    assert set(exact.rules) == {Rule(1, chain("w")), Rule(0, chain("w b")), Rule(1, chain("e")),
+                                Rule(0, chain("e g"))} and not exact.overruled
+    cheap = identify.apcc_rules(contexts, dominance=0.9)
+    # w: 95% group 1 decides alone; e: 80%, not dominant, stays exact
+    assert set(cheap.rules) == {Rule(1, chain("w")), Rule(1, chain("e")), Rule(0, chain("e g"))}
+    assert cheap.overruled == {2: (0, 1)}
+    assert identify.classify(cheap.rules, chain("w b main")) == 1

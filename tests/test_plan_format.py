@@ -166,7 +166,9 @@ def test_plan_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[s
     prof = tmp_path / "x.prof"
     write_profile(sample_profile(), prof)
     out = tmp_path / "x.plan"
-    assert cli.main(["plan", str(prof), "-o", str(out), "--json", str(tmp_path / "r.json")]) == 0
+    # exact rules (--dominance 1): C's share of W's allocations would otherwise be small
+    # enough to place it with A and B
+    assert cli.main(["plan", str(prof), "-o", str(out), "--json", str(tmp_path / "r.json"), "--dominance", "1"]) == 0
     plan = read_plan(out)
     # grouping: the strongest edge (0,1) seeds with context 0; s({0}) = 900 (loop),
     # s({0,1}) = 4900/2 = 2450 -> merge; context 2: s = 4950/4 < 0.95*2450 -> stays out.

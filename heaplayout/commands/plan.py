@@ -55,6 +55,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=planner.STRATEGIES, default="halo",
                    help="halo: affinity grouping, full-context rules (default); hds: hot data streams, "
                    "immediate call site; callsite: one group per hot call site")
+    p.add_argument("--dominance", type=float, default=planner.DEFAULT_DOMINANCE, metavar="SHARE",
+                   help="a chain prefix whose profiled allocations are at least this share one label's is decided "
+                        "by that prefix alone, sparing the stack walks that telling the rest apart costs "
+                        f"(default {planner.DEFAULT_DOMINANCE}; 1: exact rules)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="plan from a profile whose run was cut short (no END record); its affinity "
                         "and pointer records, written at exit, are missing, so few groups result")
@@ -98,6 +102,8 @@ def plan_command(args: argparse.Namespace) -> int:
         gp = grouping.GroupingParams(**{f.name: getattr(args, f.name) for f in fields(grouping.GroupingParams)})
         hp = hds.HdsParams(**{f.name: getattr(args, f"hds_{f.name}") for f in fields(hds.HdsParams)})
         check_params(gp, hp)
+        if not 0.5 < args.dominance <= 1:
+            raise ValueError("dominance must be in (0.5, 1]")
         profile = read_profile(args.inputs[0], with_objects=args.strategy == "hds",
                                with_stream=args.strategy == "hds")
         if not profile.complete and not args.allow_incomplete:
@@ -109,7 +115,7 @@ def plan_command(args: argparse.Namespace) -> int:
         result = planner.make_plan(profile, args.strategy, grouping_params=gp, hds_params=hp,
                                    chunk_size=args.chunk_size, max_object_size=args.max_object_size,
                                    rest=args.rest, rest_max_size=args.rest_max_size,
-                                   min_align=args.min_align, source=args.inputs[0])
+                                   min_align=args.min_align, source=args.inputs[0], dominance=args.dominance)
         write_plan(result.plan, args.output)
     except (OSError, ProfileError, PlanError, ValueError) as err:
         print(f"heaplayout plan: {err}", file=sys.stderr)
