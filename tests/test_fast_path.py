@@ -70,3 +70,13 @@ def test_statistics_stay_exact_when_a_site_changes_its_size(build_dir, runtime_l
     assert sum(p["objects"] for p in pools) == int(want["pooled"])
     assert sum(p["bytes_requested"] for p in pools) == int(want["bytes"])
     assert sum(p["live_objects"] for p in pools) == int(want["live"])
+
+
+def test_an_emptied_chunk_is_released_before_the_site_allocates_again(build_dir, runtime_lib):
+    """The site-direct pop does not test a slot's chunk for `emptied`: the entries of a pool
+    with an emptied chunk must lose their direct list until the chunk is released."""
+    exe = str(build_dir / "tests" / "runtime" / "site_direct_test")
+    r = run_program([exe, "emptied"], env_extra={"LD_PRELOAD": str(runtime_lib), "HEAPLAYOUT_POLICY": "callsite",
+                                                 "HEAPLAYOUT_MIN_OBJECTS": "0"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"fresh\n"

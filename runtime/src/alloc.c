@@ -122,7 +122,7 @@ static void chunk_emptied(hl_tpool *tp, hl_chunk *c) {
   }
   hl_assert(!c->emptied);
   c->emptied = 1;
-  tp->n_emptied++;
+  if (tp->n_emptied++ == 0) hl_heap_direct_off(tp); /* the site-direct pop must not take its slots */
   if (tp->n_emptied == tp->n_others && (tp->cur == NULL || tp->cur->live == 0)) {
     drop_all(tp);
     return;

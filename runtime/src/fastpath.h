@@ -75,8 +75,7 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   if (HL_UNLIKELY(e->ra != ra || e->size != size)) return NULL;
   hl_free_slot **list = e->list, *obj = *list;
   if (HL_UNLIKELY(obj == NULL)) return NULL;
-  hl_chunk *c = hl_chunk_of(obj);
-  if (HL_UNLIKELY(c->emptied)) return NULL; /* the slow path releases emptied chunks first */
+  hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
   uintptr_t link = obj->link;
   int unmarked;
 #if defined(__x86_64__)
@@ -100,14 +99,16 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
 /* Statistics are on: forwarded requests are counted (hl_counted). */
 static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0)); }
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
- * this site (tp a pool that takes size, statistics off), else at the empty hl_no_slot. */
+ * this site (tp a pool that takes size, statistics off, no emptied chunk: the pop does not
+ * test for one, hl_heap_direct_off), else at the empty hl_no_slot. */
 static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size_t size) {
   if (tp != NULL && tp != HL_TP_WALK && size <= tp->max_size && size <= hl_state.opt.max_size &&
-      size <= HL_MAX_CLASS_SIZE && !tp->counting) {
+      size <= HL_MAX_CLASS_SIZE && !tp->counting && tp->n_emptied == 0) {
     e->size = size;
     e->list = &tp->free[hl_size_class_in(tp->classes, size)];
   } else {
-    e->size = 0;
+    /* while tp has an emptied chunk, a size no request has: the full path looks again */
+    e->size = tp != NULL && tp != HL_TP_WALK && tp->n_emptied != 0 ? SIZE_MAX : size;
     e->list = &hl_no_slot;
   }
 }

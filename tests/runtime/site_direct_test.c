@@ -5,7 +5,13 @@
  * out twice shows. Prints what the statistics must say about the pools: objects placed,
  * bytes requested, objects still live at exit (run by tests/test_fast_path.py).
  *
- *   site_direct_test N */
+ *   site_direct_test N
+ *
+ * site_direct_test emptied: fills three chunks (1 MiB, the default) from one site, frees
+ * every object of the first, and allocates once more from the site. The runtime keeps an
+ * emptied chunk's slots listed until the pool allocates again, and then releases the chunk
+ * so that what is built next goes to fresh space in order: prints "fresh" when the new
+ * object is outside the emptied chunk, "reused" when it took one of its slots. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +40,33 @@ static void check(const uint8_t *p, size_t size, uint8_t v) {
     }
 }
 
+__attribute__((noinline)) static uint8_t *site_c(size_t size) {
+  uint8_t *p = malloc(size);
+  if (p == NULL) abort();
+  return p;
+}
+
+static int emptied_chunk(void) {
+  enum { N = 40000 }; /* 64-byte objects: 2.5 chunks of 1 MiB */
+  const uintptr_t mask = ~(uintptr_t)((1u << 20) - 1);
+  static uint8_t *obj[N];
+  for (unsigned i = 0; i < N; i++) obj[i] = site_c(64);
+  uintptr_t first = (uintptr_t)obj[0] & mask;
+  for (unsigned i = 0; i < N; i++)
+    if (((uintptr_t)obj[i] & mask) == first) {
+      free(obj[i]);
+      obj[i] = NULL;
+    }
+  uint8_t *q = site_c(64);
+  const char *what = ((uintptr_t)q & mask) == first ? "reused\n" : "fresh\n";
+  write(1, what, strlen(what));
+  free(q);
+  for (unsigned i = 0; i < N; i++) free(obj[i]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "emptied")) return emptied_chunk();
   unsigned long n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
   enum { K = 32 };
   uint8_t *ring[K] = {0};
