@@ -141,6 +141,7 @@ static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, voi
   if (tp == HL_TP_WALK) {
     if ((tp = hl_chain_try(h, e, fp)) == HL_TP_WALK) return NULL;
   } else if (e->size != size && tp != NULL) { /* the site asks for another size: follow it */
+    if (HL_UNLIKELY(tp->n_emptied != 0)) return NULL; /* hl_policy_alloc releases them first */
     hl_site_direct_set(e, tp, size);
   }
   if (tp == NULL || size > tp->max_size) return HL_FORWARD;
@@ -165,7 +166,11 @@ static inline __attribute__((always_inline)) void *hl_policy_alloc(int policy, s
     tp = hl_plan_tpool_slow(fp, size);
   }
   /* a pool takes objects up to its own limit (a plan's groups and site pools differ) */
-  return tp != NULL && size <= tp->max_size ? hl_tpool_alloc(tp, size) : NULL;
+  if (tp == NULL || size > tp->max_size) return NULL;
+  /* the pool allocates again after chunks emptied: release them now (alloc.c), so that
+   * its sites get their direct lists back (hl_heap_direct_off) */
+  if (HL_UNLIKELY(tp->n_emptied != 0)) hl_tpool_release_emptied(tp);
+  return hl_tpool_alloc(tp, size);
 }
 
 /* malloc on behalf of the caller of the entry point whose frame pointer is fp. */
