@@ -77,13 +77,7 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   if (HL_UNLIKELY(obj == NULL)) return NULL;
   hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
   uintptr_t link = obj->link;
-  int unmarked;
-#if defined(__x86_64__)
-  __asm__("btrq $0, %0" : "+r"(link), "=@ccc"(unmarked));
-#else
-  unmarked = (int)(link & HL_SLOT_UNMARKED);
-  link &= ~HL_SLOT_UNMARKED;
-#endif
+  int unmarked = hl_link_unmark(&link);
   *list = (hl_free_slot *)link;
   if (!unmarked) { /* freed by free(): drop the double-free mark, keep the class */
 #if defined(__x86_64__)

@@ -281,18 +281,26 @@ static inline void hl_chunk_set_owner(hl_chunk *c, hl_tpool *tp, memory_order or
   atomic_store_explicit(&c->owner, tp, order);
 }
 
+/* Clears HL_SLOT_UNMARKED in *link (a free slot's link, which then is the next slot) and
+ * says whether it was set: the slot was freed by a sized delete and its size-map entry
+ * carries no HL_SIZEMAP_FREE mark to drop. */
+static inline __attribute__((always_inline)) int hl_link_unmark(uintptr_t *link) {
+  int unmarked;
+#if defined(__x86_64__)
+  /* clear the bit and branch on its old value: GCC copies, masks and tests (3 more) */
+  __asm__("btrq $0, %0" : "+r"(*link), "=@ccc"(unmarked));
+#else
+  unmarked = (int)(*link & HL_SLOT_UNMARKED);
+  *link &= ~HL_SLOT_UNMARKED;
+#endif
+  return unmarked;
+}
+
 /* Takes s, the head of tp's list for cls (in chunk c), off the list: it is live again. */
 static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uint8_t cls, hl_free_slot *s, hl_chunk *c) {
   uintptr_t link = s->link;
   hl_assert(!(link & HL_SLOT_UNMARKED) == !!(*hl_sizemap_entry(c, s) & HL_SIZEMAP_FREE));
-  int unmarked;
-#if defined(__x86_64__)
-  /* clear the bit and branch on its old value: GCC copies, masks and tests (3 more) */
-  __asm__("btrq $0, %0" : "+r"(link), "=@ccc"(unmarked));
-#else
-  unmarked = (int)(link & HL_SLOT_UNMARKED);
-  link &= ~HL_SLOT_UNMARKED;
-#endif
+  int unmarked = hl_link_unmark(&link);
   tp->free[cls] = (hl_free_slot *)link;
   if (!unmarked) *hl_sizemap_entry(c, s) = cls; /* drop HL_SIZEMAP_FREE */
 }

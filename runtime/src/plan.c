@@ -205,23 +205,13 @@ static void scan_objects(scan_result *s) {
 
 /* ---- the rule table ---- */
 
-/* Shell sort of rules by (first frame, length descending): no malloc, no recursion. */
-static int rule_before(const plan_rule *a, const plan_rule *b) {
+/* Rules by (first frame, length descending), sorted with hl_plan_sort (plan_parse.c). */
+static int rule_before(const void *pa, const void *pb) {
+  const plan_rule *a = pa, *b = pb;
   if (a->frames[0] != b->frames[0]) return a->frames[0] < b->frames[0];
   return a->nframes > b->nframes;
 }
-static void sort_rules(plan_rule *r, uint32_t n) {
-  static const uint32_t gaps[] = {88573, 29524, 9841, 3280, 1093, 364, 121, 40, 13, 4, 1};
-  for (unsigned g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
-    uint32_t gap = gaps[g];
-    for (uint32_t i = gap; i < n; i++) {
-      plan_rule tmp = r[i];
-      uint32_t j = i;
-      for (; j >= gap && rule_before(&tmp, &r[j - gap]); j -= gap) r[j] = r[j - gap];
-      r[j] = tmp;
-    }
-  }
-}
+_Static_assert(sizeof(plan_rule) <= HL_PLAN_SORT_MAX_ELEMENT, "plan rules fit hl_plan_sort's buffer");
 
 static uint32_t site_hash(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 32); }
 
@@ -261,7 +251,7 @@ static const rule_table *build_table(void) {
                                                   : DORMANT_FRAME;
     }
   }
-  sort_rules(rules, n);
+  hl_plan_sort(rules, n, sizeof rules[0], rule_before);
   for (uint32_t i = 0; i < n; i++) { /* which rules wait for a pending module */
     pending[i] = 0;
     for (uint32_t f = 1; f < rules[i].nframes; f++) pending[i] |= rules[i].frames[f] == DORMANT_FRAME;

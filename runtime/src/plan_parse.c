@@ -343,30 +343,35 @@ static int parse_record(parse_state *st, int r, uint32_t line, span rest, const 
 
 /* ---- a chain given twice ---- */
 
-static int chain_cmp(const hl_plan_rule_spec *a, const hl_plan_rule_spec *b) {
+static int chain_before(const void *pa, const void *pb) {
+  const hl_plan_rule_spec *a = pa, *b = pb;
   for (unsigned k = 0; k < a->nframes && k < b->nframes; k++)
-    if (a->frames[k] != b->frames[k]) return a->frames[k] < b->frames[k] ? -1 : 1;
-  if (a->nframes != b->nframes) return a->nframes < b->nframes ? -1 : 1;
-  return a->line < b->line ? -1 : a->line > b->line;
+    if (a->frames[k] != b->frames[k]) return a->frames[k] < b->frames[k];
+  if (a->nframes != b->nframes) return a->nframes < b->nframes;
+  return a->line < b->line;
 }
 
-/* Shell sort: no malloc, no recursion. */
-static void sort_by_chain(hl_plan_rule_spec *r, uint32_t n) {
+_Static_assert(sizeof(hl_plan_rule_spec) <= HL_PLAN_SORT_MAX_ELEMENT, "rule specs fit hl_plan_sort's buffer");
+
+void hl_plan_sort(void *base, uint32_t n, size_t size, int (*before)(const void *, const void *)) {
   static const uint32_t gaps[] = {88573, 29524, 9841, 3280, 1093, 364, 121, 40, 13, 4, 1};
+  char tmp[HL_PLAN_SORT_MAX_ELEMENT], *r = base;
+  if (size > sizeof tmp) return; /* not reached: both element types fit (plan_parse.h) */
   for (unsigned g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
     uint32_t gap = gaps[g];
     for (uint32_t i = gap; i < n; i++) {
-      hl_plan_rule_spec tmp = r[i];
+      memcpy(tmp, r + (size_t)i * size, size);
       uint32_t j = i;
-      for (; j >= gap && chain_cmp(&tmp, &r[j - gap]) < 0; j -= gap) r[j] = r[j - gap];
-      r[j] = tmp;
+      for (; j >= gap && before(tmp, r + (size_t)(j - gap) * size); j -= gap)
+        memcpy(r + (size_t)j * size, r + (size_t)(j - gap) * size, size);
+      memcpy(r + (size_t)j * size, tmp, size);
     }
   }
 }
 
 /* The repeat that comes first in the file: the smallest line that repeats an earlier chain. */
 static int check_distinct(hl_plan_rule_spec *rules, uint32_t n, hl_plan_error *err) {
-  sort_by_chain(rules, n);
+  hl_plan_sort(rules, n, sizeof rules[0], chain_before);
   uint32_t line = 0, first = 0;
   for (uint32_t i = 1; i < n; i++) {
     if (rules[i].nframes != rules[i - 1].nframes ||

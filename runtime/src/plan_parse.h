@@ -39,6 +39,11 @@ typedef struct hl_plan_rule_spec {
   uint64_t frames[HL_PLAN_MAX_RULE_FRAMES]; /* innermost first */
 } hl_plan_rule_spec;
 
+/* Shell sort of n elements of `size` bytes (at most HL_PLAN_SORT_MAX_ELEMENT) by `before`
+ * (a strict "a goes before b"): no malloc, no recursion; the parser's and plan.c's rules. */
+#define HL_PLAN_SORT_MAX_ELEMENT 256
+void hl_plan_sort(void *base, uint32_t n, size_t size, int (*before)(const void *a, const void *b));
+
 typedef struct hl_plan_module_spec {
   uint32_t build_id_len; /* 0: the plan gives none ("-"): match by file name */
   uint8_t build_id[HL_PLAN_MAX_BUILD_ID];
