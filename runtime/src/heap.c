@@ -77,11 +77,11 @@ static void caches_clear(hl_heap *h) {
     if (h->sites[i].ra) h->sites[i].ra = 0;
   for (unsigned i = 0; i < HL_CHAIN_NODES; i++)
     if (h->chain_nodes[i].key) h->chain_nodes[i].key = 0;
-  for (unsigned s = 0; s < HL_PLAN_CHAIN_SETS; s++) {
+  for (unsigned s = 0; s < HL_PLAN_CHAIN_SETS; s++)
     for (unsigned w = 0; w < HL_PLAN_CHAIN_WAYS; w++)
       if (h->plan_chains[s].way[w].ra) h->plan_chains[s].way[w].ra = 0;
-    if (h->plan_chains[s].spec.ra) h->plan_chains[s].spec = (hl_plan_speculation){0};
-  }
+  for (unsigned i = 0; i < HL_PLAN_SPEC_SLOTS; i++)
+    if (h->plan_spec[i].ra) h->plan_spec[i] = (hl_plan_speculation){0};
 }
 
 /* pthread key destructor: the thread is exiting. */

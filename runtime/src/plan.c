@@ -592,10 +592,11 @@ uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **
   *steps = 0;
   if (!hl_unwind_step_by(&g, r0)) return decide(f, NULL, steps);
   chain_set *set = chain_set_of(f.pc, g.pc);
-  hl_plan_speculation *spec = &set->spec;
+  hl_plan_speculation *spec = &hl_tl_heap->plan_spec[((f.pc * 0x9E3779B97F4A7C15ull) ^ (g.pc * 0xC2B2AE3D27D4EB4Full)) >> 56 &
+                                                    (HL_PLAN_SPEC_SLOTS - 1)];
   if (spec->budget != 0 && spec->ra == f.pc && spec->caller == g.pc) {
     spec->budget--;
-    set->speculated++;
+    hl_tl_heap->plan_speculated++;
     return spec->pool;
   }
   for (unsigned w = 0; w < CHAIN_WAYS; w++) {
@@ -603,6 +604,7 @@ uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **
     hl_frame h = g;
     if (c->ra == f.pc && c->trace.step[0].pc == g.pc && hl_unwind_replay(&h, &c->trace, 1)) {
       atomic_fetch_add_explicit(&hl_state.plan_replays, 1, memory_order_relaxed);
+      if (HL_SPEC_MAX_BUDGET != 0) speculation_learn(spec, f.pc, g.pc, c->pool);
       *decided = &c->trace;
       *steps = c->deciding_steps;
       return c->pool;

@@ -113,8 +113,7 @@ static void json_escape(out *o, const char *s) {
  * heap: the counts live in the threads' own chain sets, not in a shared counter. */
 static uint64_t plan_speculated(void) {
   uint64_t n = 0;
-  for (hl_heap *h = hl_heap_list(); h; h = h->next_heap)
-    for (unsigned s = 0; s < HL_PLAN_CHAIN_SETS; s++) n += h->plan_chains[s].speculated;
+  for (hl_heap *h = hl_heap_list(); h; h = h->next_heap) n += h->plan_speculated;
   return n;
 }
 
