@@ -15,6 +15,7 @@ only the program itself is placed. Bench's wall time then includes one exec of /
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from heaplayout import bench
+from heaplayout import bench, paths
 
 from .check import base_environment
 from .corpus import Program
@@ -80,9 +81,23 @@ def _bench_program(program: Program, input_dir: Path, workdir: Path) -> tuple[li
     return argv, kwargs, env
 
 
+def build_identity() -> dict:
+    """What was measured: the runtime library's sha256 and the source commit. Other engineers
+    rebuild the runtime while the corpus runs; a bench whose library changed between its
+    first and last run mixes two builds, and the report says so."""
+    lib = paths.runtime_library()
+    digest = hashlib.sha256(lib.read_bytes()).hexdigest() if lib.exists() else None
+    head = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True)
+    return {"runtime_library": str(lib), "runtime_sha256": digest,
+            "commit": head.stdout.strip() if head.returncode == 0 else None}
+
+
 def run_configs(program: Program, input_dir: Path, configs: list[str], workdir: Path, runs: int, warmup: int,
                 say: Say) -> dict:
-    """One interleaved bench of `configs` on the input in `input_dir`: bench's JSON document."""
+    """One interleaved bench of `configs` on the input in `input_dir`: bench's JSON document,
+    with the build identity at its start and end."""
+    before = build_identity()
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -93,6 +108,9 @@ def run_configs(program: Program, input_dir: Path, configs: list[str], workdir: 
                              digest=file_digest(program.normalize), **kwargs)
     doc = bench.result_to_json(result)
     doc["mismatch_messages"] = [m.message(result.baseline.config.label) for m in result.mismatches()]
+    doc["build"] = {"start": before, "end": build_identity()}
+    if doc["build"]["start"]["runtime_sha256"] != doc["build"]["end"]["runtime_sha256"]:
+        say(f"[real] {program.name}: WARNING: the runtime library was rebuilt during this bench")
     shutil.rmtree(workdir, ignore_errors=True)
     return doc
 

@@ -65,6 +65,10 @@ def program_summary(name: str, check: list[dict], alloc_doc: dict | None, plan_d
                     best: str | None, failures: list[str]) -> dict:
     """The JSON summary of one program (what the markdown tables show)."""
     measure = next((c for c in check if c["input"] == "measure"), None)
+    rebuilt = [what for what, d in (("allocators", alloc_doc), ("plans", plan_doc))
+               if d and "build" in d and d["build"]["start"]["runtime_sha256"] != d["build"]["end"]["runtime_sha256"]]
+    failures = failures + [f"the runtime library was rebuilt during the {what} bench (two builds mixed)"
+                           for what in rebuilt]
     row: dict = {"program": name, "best_allocator": best, "failures": failures,
                  "check_ok": all(c["ok"] for c in check) if check else None,
                  "allocations_measure": measure["allocations"] if measure else None,
