@@ -192,7 +192,10 @@ static int scan_object(struct dl_phdr_info *info, size_t size, void *arg) {
   return 0;
 }
 
-/* Scan the loaded objects (the caller holds the scan lock, or is hl_plan_load). */
+/* Scan the loaded objects (the caller holds the scan lock, or is hl_plan_load). The known
+ * set stays "being rewritten" (pc_known: not known, ask the loader) until scan_done: a
+ * thread told "known" must find the table that has the rules the scan woke, else it would
+ * take its site for ungrouped and cache that for good. */
 static void scan_objects(scan_result *s) {
   memset(s, 0, sizeof *s);
   unsigned seq = atomic_load_explicit(&mods.known_seq, memory_order_relaxed) | 1u;
@@ -200,6 +203,10 @@ static void scan_objects(scan_result *s) {
   atomic_thread_fence(memory_order_release);
   dl_iterate_phdr(scan_object, s);
   atomic_store_explicit(&mods.nknown, s->nknown, memory_order_relaxed);
+}
+/* After the table the scan woke is published. */
+static void scan_done(void) {
+  unsigned seq = atomic_load_explicit(&mods.known_seq, memory_order_relaxed);
   atomic_store_explicit(&mods.known_seq, seq + 1, memory_order_release);
 }
 
@@ -348,11 +355,14 @@ static void scan_for_pending(uintptr_t pc) {
       left++;
     }
   }
-  atomic_store_explicit(&plan.npending, left, memory_order_relaxed);
   if (woke) {
     const rule_table *t = build_table();
     if (t != NULL) atomic_store_explicit(&plan.table, t, memory_order_release);
   }
+  /* only now: site_of asks again while modules are pending or the table changed, so a
+   * thread must not see none pending before it can see the new table */
+  atomic_store_explicit(&plan.npending, left, memory_order_release);
+  scan_done();
   scan_unlock();
 }
 
@@ -429,6 +439,7 @@ int hl_plan_load(const char *path) {
   /* match the plan's modules to the loaded ones */
   static scan_result s; /* hl_plan_load runs once, at start */
   scan_objects(&s);
+  scan_done(); /* no other thread asks before the policy is published */
   uint32_t pending = 0;
   for (uint32_t i = 0; i < spec->nmodules; i++) {
     const hl_plan_module_spec *m = &spec->modules[i];
@@ -500,7 +511,7 @@ static inline int in_skip(uintptr_t pc) {
 static inline const site_entry *site_of(uintptr_t pc) {
   const rule_table *t = atomic_load_explicit(&plan.table, memory_order_acquire);
   const site_entry *e = site_lookup(t, pc);
-  if (HL_UNLIKELY(e == NULL) && (atomic_load_explicit(&plan.npending, memory_order_relaxed) ||
+  if (HL_UNLIKELY(e == NULL) && (atomic_load_explicit(&plan.npending, memory_order_acquire) ||
                                  atomic_load_explicit(&plan.table, memory_order_relaxed) != t))
     e = site_after_scan(t, pc);
   return e;
