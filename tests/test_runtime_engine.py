@@ -206,3 +206,57 @@ def test_spare_chunks_keep_a_rebuilt_structure_resident(engine_test):
     many, _ = _minor_faults([engine_test, "rebuild_rounds"], {**env, "HEAPLAYOUT_SPARE_CHUNKS": "64"})
     # measured: 10400 faults with no spare, 2200 with 64 (5 rounds of ~1600 re-faulted pages)
     assert none - many > 5000, (none, many)
+
+
+NEW_SEMANTICS_CC = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+static int handler_calls;
+static void *reserve;
+static void release_reserve() {  // frees its reserve once, then gives up
+  handler_calls++;
+  if (reserve) { std::free(reserve); reserve = nullptr; return; }
+  std::set_new_handler(nullptr);
+}
+__attribute__((noinline)) static int *site(int i) { return new int[4]{i, i, i, i}; }
+int main() {
+  std::setvbuf(stdout, nullptr, _IONBF, 0);  // every line out before a possible abort
+  int *keep[300];
+  long sum = 0;
+  for (int i = 0; i < 300; i++) keep[i] = site(i);  // pooled under callsite by now
+  for (int i = 0; i < 300; i++) { sum += keep[i][3]; delete[] keep[i]; }
+  std::printf("sum %ld\n", sum);
+  void *p = ::operator new(((size_t)1 << 62), std::nothrow);
+  std::printf("nothrow huge: %s\n", p ? "object" : "NULL");
+  reserve = std::malloc(64);
+  std::set_new_handler(release_reserve);
+  try {
+    void *q = ::operator new((size_t)1 << 62);
+    std::printf("huge: object %p\n", q);
+  } catch (const std::bad_alloc &) {
+    std::printf("huge: bad_alloc after %d handler calls\n", handler_calls);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("policy", ["off", "callsite"])
+@pytest.mark.parametrize("allocator", ["glibc", "jemalloc", "mimalloc", "tcmalloc"])
+def test_operator_new_behaves_like_the_allocator_underneath(runtime_lib, tmp_path, allocator, policy):
+    """A new our runtime forwards goes to the allocator's own operator new when it has one,
+    so the new_handler loop, bad_alloc, nothrow NULL (or an abort: Debian's mimalloc, a C
+    build, aborts where it would throw) are exactly the allocator alone's."""
+    from heaplayout.runtime_env import RuntimeConfig, allocator_env, runtime_env
+
+    src = tmp_path / "nw.cc"
+    src.write_text(NEW_SEMANTICS_CC)
+    exe = tmp_path / "nw"
+    subprocess.run(["g++", "-O1", "-g", "-fno-omit-frame-pointer", str(src), "-o", str(exe)], check=True)
+    plain = run_program([str(exe)], env_extra=allocator_env(allocator))
+    ours = run_program([str(exe)], env_extra={**runtime_env(RuntimeConfig(policy=policy, allocator=allocator)),
+                                              "HEAPLAYOUT_MIN_OBJECTS": "0"})
+    assert b"sum 44850" in plain.stdout, plain
+    assert (ours.returncode, ours.stdout) == (plain.returncode, plain.stdout), (plain, ours)

@@ -91,7 +91,16 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
 }
 
 /* Statistics are on: forwarded requests are counted (hl_counted). */
-static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0)); }
+static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.counting); }
+
+/* After a missed site-direct pop: the allocator underneath serves this request without
+ * more ado, because the thread's cache holds the site as not pooled (hl_alloc_try's
+ * HL_FORWARD for it, any size) and nothing is counted. Lets malloc and new forward in a
+ * tail call with no frame. */
+static inline __attribute__((always_inline)) int hl_site_forwards(uintptr_t ra) {
+  const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
+  return e->ra == ra && e->tp == NULL && !hl_counting();
+}
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
  * this site (tp a pool that takes size, statistics off, no emptied chunk: the pop does not
  * test for one, hl_heap_direct_off), else at the empty hl_no_slot. */
@@ -125,7 +134,8 @@ static inline void *hl_counted(void *p, size_t size) {
  * leaves. */
 #define HL_FORWARD ((void *)1)
 static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, void *const *fp) {
-  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) < HL_POLICY_CALLSITE) return NULL;
+  int policy = atomic_load_explicit(&hl_state.policy, memory_order_relaxed);
+  if (policy < HL_POLICY_CALLSITE) return policy == HL_POLICY_OFF ? HL_FORWARD : NULL; /* NULL: not started */
   if (size > hl_state.opt.max_size) return HL_FORWARD;
   uintptr_t ra = (uintptr_t)fp[1];
   hl_heap *h = hl_tl_heap;

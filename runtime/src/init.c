@@ -40,13 +40,17 @@ void hl_init(void) {
                hl_state.opt.range_size);
     policy = HL_POLICY_OFF;
   }
+  hl_state.counting = hl_state.opt.stats || hl_state.opt.stats_json[0];
+  if (hl_state.counting) { /* forwarded news must pass new_forward, which counts them */
+    hl_next_alloc.op_new = NULL;
+    hl_next_alloc.op_new_nothrow = NULL;
+  }
   hl_heap_init();
   pthread_atfork(fork_prepare, fork_done, fork_done);
   hl_in_init = 0;
   atomic_store_explicit(&init_stage, 2, memory_order_release);
   atomic_store_explicit(&hl_state.policy, policy, memory_order_release);
-  int counting = hl_state.opt.stats || hl_state.opt.stats_json[0];
-  atomic_store_explicit(&hl_state.passthrough, policy == HL_POLICY_OFF && !counting, memory_order_release);
+  atomic_store_explicit(&hl_state.passthrough, policy == HL_POLICY_OFF && !hl_state.counting, memory_order_release);
 }
 
 /* For entry points that need the range but not a policy (pool.h, ccmalloc.h). */
@@ -54,5 +58,5 @@ void hl_ensure_init(void) { (void)hl_policy(); }
 
 __attribute__((destructor)) static void hl_fini(void) {
   if (atomic_load(&init_stage) != 2) return;
-  if (hl_state.opt.stats || hl_state.opt.stats_json[0]) hl_stats_report();
+  if (hl_state.counting) hl_stats_report();
 }

@@ -121,6 +121,10 @@ typedef struct hl_next {
    * libstdc++'s and only call free */
   void (*sized_delete)(void *, size_t);
   void (*sized_delete_array)(void *, size_t);
+  /* its operator new (plain and nothrow), likewise NULL when the next one is libstdc++'s:
+   * a forwarded new goes there in one tail call, with the allocator's own new_handler loop */
+  void *(*op_new)(size_t);
+  void *(*op_new_nothrow)(size_t, const void *);
 } hl_next;
 
 extern hl_next hl_next_alloc;
@@ -641,6 +645,7 @@ int hl_plan_group_packed(uint16_t group); /* the plan packs the group (size_clas
 typedef struct hl_state {
   _Atomic(int) passthrough; /* policy off and nothing to count: malloc goes straight below */
   _Atomic(int) policy;      /* enum hl_policy; UNINIT until hl_init finished */
+  int counting;             /* statistics on (text or JSON): forwarded requests are counted */
   hl_options opt;
   _Atomic(uint64_t) forwarded_objects, forwarded_bytes; /* only counted with stats */
   _Atomic(uint64_t) plan_walks;   /* plan decisions that walked the stack (not replayed) */

@@ -131,8 +131,10 @@ static HL_NOINLINE __attribute__((noclone)) void *malloc_placing_full(size_t siz
 /* The site-direct pop with no frame of its own (it reads the return address at the stack
  * pointer), else a jump to the full path. */
 __attribute__((used, noinline, optimize("omit-frame-pointer"))) void *hl_malloc_placing(size_t size) {
-  void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));
+  uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+  void *p = hl_site_direct_pop(size, ra);
   if (HL_LIKELY(p != NULL)) return p;
+  if (hl_site_forwards(ra)) return hl_next_alloc.malloc(size);
   return malloc_placing_full(size);
 }
 

@@ -44,12 +44,23 @@ static HL_NOINLINE void *new_forward(size_t size, void *const *ra, int nothrow) 
   return HL_LIKELY(p != NULL) ? p : retry_or_throw(size, 0, ra, nothrow);
 }
 
+/* A request the allocator underneath serves: its own operator new when it has one, in a
+ * tail call (jemalloc, mimalloc and tcmalloc run the new_handler loop themselves, as they
+ * would alone), else its malloc with the loop here. */
+static const char nothrow_tag; /* std::nothrow_t is empty: any address stands for it */
+static inline __attribute__((always_inline)) void *new_below(size_t size, void *const *ra, int nothrow) {
+  /* both NULL while statistics are on (init.c): new_forward counts */
+  if (!nothrow && hl_next_alloc.op_new != NULL) return hl_next_alloc.op_new(size);
+  if (nothrow && hl_next_alloc.op_new_nothrow != NULL) return hl_next_alloc.op_new_nothrow(size, &nothrow_tag);
+  return new_forward(size, ra, nothrow);
+}
+
 /* The fast path inline (no calls, no saved registers), everything else out of line. */
 static inline __attribute__((always_inline)) void *new_impl(size_t size, void *const *ra, int nothrow) {
   size = size ? size : 1;
   void *p = hl_alloc_try(size, ra);
   if (HL_LIKELY(p > HL_FORWARD)) return p;
-  return p == HL_FORWARD ? new_forward(size, ra, nothrow) : new_slow(size, ra, nothrow);
+  return p == HL_FORWARD ? new_below(size, ra, nothrow) : new_slow(size, ra, nothrow);
 }
 
 static void *new_aligned_impl(size_t size, size_t align, void *const *ra, int nothrow) {
@@ -64,15 +75,26 @@ static void *new_aligned_impl(size_t size, size_t align, void *const *ra, int no
  * frame then starts the stack walk with the program's call site as its return address. */
 static HL_NOINLINE __attribute__((noclone)) void *new_full(size_t size) { return new_impl(size, RA, 0); }
 static HL_NOINLINE __attribute__((noclone)) void *new_full_nothrow(size_t size) { return new_impl(size, RA, 1); }
-#define HL_NEW_DIRECT(full)                                                         \
-  void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));     \
+/* then, for a request the allocator underneath serves (policy off, or a site cached as not
+ * pooled) and that has its own new: a tail call to it (new_below) */
+static inline __attribute__((always_inline)) int new_forwards(uintptr_t ra) {
+  return atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) || hl_site_forwards(ra);
+}
+#define HL_NEW_DIRECT(full, below, ...)                                             \
+  uintptr_t ra = (uintptr_t)__builtin_return_address(0);                           \
+  void *p = hl_site_direct_pop(size, ra);                                           \
   if (HL_LIKELY(p != NULL)) return p;                                               \
+  if (hl_next_alloc.below != NULL && new_forwards(ra)) return hl_next_alloc.below(__VA_ARGS__); \
   return full(size)
 #define HL_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
-HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_full); }
-HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_full); }
-HL_EXPORT HL_FRAMELESS void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; HL_NEW_DIRECT(new_full_nothrow); }
-HL_EXPORT HL_FRAMELESS void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; HL_NEW_DIRECT(new_full_nothrow); }
+HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_full, op_new, size); }
+HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_full, op_new, size); }
+HL_EXPORT HL_FRAMELESS void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
+  HL_NEW_DIRECT(new_full_nothrow, op_new_nothrow, size, nt);
+}
+HL_EXPORT HL_FRAMELESS void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
+  HL_NEW_DIRECT(new_full_nothrow, op_new_nothrow, size, nt);
+}
 HL_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
 HL_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
 HL_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {

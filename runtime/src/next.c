@@ -91,4 +91,6 @@ void hl_next_resolve(void) {
   RESOLVE(malloc_usable_size, fallback_usable_size);
   hl_next_alloc.sized_delete = (void (*)(void *, size_t))allocator_own("_ZdlPvm");
   hl_next_alloc.sized_delete_array = (void (*)(void *, size_t))allocator_own("_ZdaPvm");
+  hl_next_alloc.op_new = (void *(*)(size_t))allocator_own("_Znwm");
+  hl_next_alloc.op_new_nothrow = (void *(*)(size_t, const void *))allocator_own("_ZnwmRKSt9nothrow_t");
 }
