@@ -46,11 +46,33 @@ class Rule:
     frames: Chain
 
 
+@dataclass(frozen=True)
+class WalkBudget:
+    """What the walk budget did: allocations (of the profile) at sites whose rules need a
+    stack walk, before and after collapsing the sites over budget."""
+    budget: float
+    allocations: int
+    walking_before: int
+    walking_after: int
+    collapsed_sites: int
+    walking_sites: int
+    lost_accesses: int  # accesses of contexts a collapsed site now places otherwise
+
+    @property
+    def share_before(self) -> float:
+        return self.walking_before / self.allocations if self.allocations else 0.0
+
+    @property
+    def share_after(self) -> float:
+        return self.walking_after / self.allocations if self.allocations else 0.0
+
+
 @dataclass
 class RuleTable:
     rules: list[Rule]
     # contexts whose label had to be overruled because an identical chain wins: id -> (wanted, got)
     overruled: dict[int, tuple[int, int]] = field(default_factory=dict)
+    walk_budget: WalkBudget | None = None
 
     @property
     def total_frames(self) -> int:
@@ -81,6 +103,7 @@ class _Node:
     forced: int | None = None  # label of the contexts ending here, after resolving conflicts
     labels: set[int] = field(default_factory=set)  # labels of all contexts at or below
     weight: dict[int, int] = field(default_factory=dict)  # label -> allocations at or below
+    collapsed: bool = False  # decided by its nearest label alone: over the walk budget
 
 
 def _build_trie(contexts: list[LabelledContext]) -> _Node:
@@ -147,12 +170,13 @@ def _emit(node: _Node, prefix: Chain, inherited: int, out: list[Rule],
         if label != inherited:
             out.append(Rule(label, prefix))
         return
-    if node.depth > 0 and dominance < 1.0 and overruled is not None:
+    if node.depth > 0 and (dominance < 1.0 or node.collapsed) and overruled is not None:
         # a label with at least `dominance` of the allocations below decides the whole
-        # subtree: the others' rules would make every allocation here walk the stack
+        # subtree: the others' rules would make every allocation here walk the stack.
+        # A site over the walk budget (_spend_walk_budget) is decided the same way.
         total = sum(node.weight.values())
         best = _nearest_label(node)
-        if total > 0 and node.weight.get(best, 0) >= dominance * total:
+        if node.collapsed or (total > 0 and node.weight.get(best, 0) >= dominance * total):
             if best != inherited:
                 out.append(Rule(best, prefix))
             _relabel(node, best, overruled)
@@ -166,15 +190,65 @@ def _emit(node: _Node, prefix: Chain, inherited: int, out: list[Rule],
         _emit(node.children[frame], prefix + (frame,), inherited, out, dominance, overruled)
 
 
-def apcc_rules(contexts: list[LabelledContext], dominance: float = 1.0) -> RuleTable:
+def _subtree_accesses(node: _Node, label: int) -> int:
+    """Accesses of the contexts at or below node whose label is not `label`."""
+    lost = sum(c.accesses for c in node.ending if c.group != label)
+    return lost + sum(_subtree_accesses(child, label) for child in node.children.values())
+
+
+def _walking_sites(root: _Node, dominance: float) -> list[_Node]:
+    """First-frame nodes whose allocations all walk the stack under the rules _emit writes:
+    more than one label below and none dominant."""
+    walking = []
+    for site in root.children.values():
+        total = sum(site.weight.values())
+        if len(site.labels) < 2 or total == 0:
+            continue
+        if dominance < 1.0 and site.weight.get(_nearest_label(site), 0) >= dominance * total:
+            continue
+        walking.append(site)
+    return walking
+
+
+def _spend_walk_budget(root: _Node, dominance: float, walk_budget: float, total_allocations: int) -> WalkBudget:
+    """Collapse walking sites, cheapest loss per walked allocation first, until the profiled
+    allocations that would walk are at most walk_budget of all allocations. The loss of a
+    site is the accesses of its contexts that its nearest label would place otherwise."""
+    walking = _walking_sites(root, dominance)
+    walked = sum(sum(site.weight.values()) for site in walking)
+    allowed = walk_budget * total_allocations
+    before = walked
+    lost = 0
+    collapsed = 0
+    if walked > allowed:
+        def price(site: _Node) -> tuple[float, int]:
+            allocations = sum(site.weight.values())
+            return (_subtree_accesses(site, _nearest_label(site)) / allocations, -allocations)
+        for site in sorted(walking, key=price):
+            if walked <= allowed:
+                break
+            site.collapsed = True
+            collapsed += 1
+            walked -= sum(site.weight.values())
+            lost += _subtree_accesses(site, _nearest_label(site))
+    return WalkBudget(walk_budget, total_allocations, before, walked, collapsed, len(walking), lost)
+
+
+def apcc_rules(contexts: list[LabelledContext], dominance: float = 1.0, walk_budget: float = 1.0,
+               total_allocations: int | None = None) -> RuleTable:
     """Adaptive partial call chains: each context is decided by the shortest prefix of its
-    chain (innermost frames) that no context of another label shares; see the module doc."""
+    chain (innermost frames) that no context of another label shares; see the module doc.
+    walk_budget caps the share of total_allocations (default: those of `contexts`) whose
+    site needs a stack walk (_spend_walk_budget); 1 leaves every distinction in."""
     root = _build_trie(contexts)
     overruled: dict[int, tuple[int, int]] = {}
     _collect_labels(root, overruled)
+    if total_allocations is None:
+        total_allocations = sum(c.objects for c in contexts)
+    budget = _spend_walk_budget(root, dominance, walk_budget, total_allocations)
     rules: list[Rule] = []
     _emit(root, (), 0, rules, dominance, overruled)
-    return RuleTable(rules, overruled)
+    return RuleTable(rules, overruled, budget)
 
 
 def classify(rules: list[Rule], chain: Chain) -> int:

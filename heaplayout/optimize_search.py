@@ -33,7 +33,7 @@ from .bench_stats import Spread, paired_ratios, spread
 
 ALONE = "alone"  # the allocator by itself, no runtime
 POLICY_STRATEGIES = ("callsite",)  # runtime policies that need no profile
-DEFAULT_STRATEGIES = ("callsite", "halo", "halo-rest")
+DEFAULT_STRATEGIES = ("callsite", "halo", "halo-site", "halo-rest")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class PlanVariant:
     name: str  # e.g. "halo-rest"
     strategy: str  # planner strategy
     rest: str  # "allocator" (HALO) or "callsite"
+    plan_args: tuple[str, ...] = ()  # further `heaplayout plan` options
 
 
 def plan_variants() -> dict[str, PlanVariant]:
@@ -54,6 +55,10 @@ def plan_variants() -> dict[str, PlanVariant]:
         name = "plan-callsite" if s == "callsite" else s
         out[name] = PlanVariant(name, s, "allocator")
         out[f"{name}-rest"] = PlanVariant(f"{name}-rest", s, "callsite")
+    # HALO's groups told apart by the allocation's call site alone: no stack walk ever. The
+    # profile cannot say whether exact identification repays its walks (planner.py,
+    # DEFAULT_WALK_BUDGET); measuring both can.
+    out["halo-site"] = PlanVariant("halo-site", "halo", "allocator", ("--walk-budget", "0"))
     return out
 
 

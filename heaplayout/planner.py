@@ -41,6 +41,15 @@ PACK_SELF_SHARE = 0.5
 # and replays took about 1.9 s, ~0.47 us each, the cost of several cache misses, while
 # the minority's objects gain at most their own misses. 1.0: exact rules (DPA's).
 DEFAULT_DOMINANCE = 0.9
+# Ours. The most share of the profiled allocations whose call site may need a stack walk;
+# past it, the sites that lose the fewest accesses per walked allocation are decided by
+# their nearest label alone (identify._spend_walk_budget). The profile cannot say whether a
+# walk pays: a walk or replay costs ~0.47 us (cppcheck, above), and what a correctly placed
+# object gains is not its access count (sqlite3's walking site loses 217 accesses per walk
+# and its exact plan ran 1.08x jemalloc, its walk-free one 1.00x; halo_tokens' loses 17
+# and only the exact plan wins). So the default keeps HALO's exact identification and
+# `optimize` measures the walk-free plan beside it (its strategy halo-site, budget 0).
+DEFAULT_WALK_BUDGET = 1.0
 
 
 def plan_frame(offset: int) -> int:
@@ -142,7 +151,7 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
               max_object_size: int | None = None,
               rest: str = DEFAULT_REST, rest_max_size: int = DEFAULT_REST_MAX_SIZE,
               min_align: str = "auto", source: str = "",
-              dominance: float = DEFAULT_DOMINANCE) -> PlanResult:
+              dominance: float = DEFAULT_DOMINANCE, walk_budget: float = DEFAULT_WALK_BUDGET) -> PlanResult:
     """Group, identify and build the plan for one profile."""
     gp = grouping_params or grouping.GroupingParams()
     hp = hds_params or hds.HdsParams()
@@ -179,7 +188,8 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
 
     labels = {c: g.id for g in groups for c in g.contexts}
     contexts = _labelled(profile, labels, usable, depth)
-    table = identify.apcc_rules(contexts, dominance)
+    table = identify.apcc_rules(contexts, dominance, walk_budget,
+                                total_allocations=sum(c.objects for c in profile.contexts.values()))
     selectors = identify.halo_selectors(contexts)
     _check_rules(table, contexts)
 
@@ -205,11 +215,23 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
         f"indistinguishable contexts); HALO selectors would need {selectors.conjunctions} conjunctions, "
         f"{selectors.terms} terms, {selectors.sites} call sites",
         f"min_align {plan.min_align}: {why}",
+        walk_budget_comment(table.walk_budget),
         f"recursion: {profiled_contexts} profiled contexts are {len(profile.contexts)} modulo recursion"
         if collapsed else "recursion: not collapsed (cannot read the function table of "
         + ", ".join(f"{Path(profile.modules[m].path).name} ({why})" for m, why in functions.unreadable.items()) + ")",
     ]
     return PlanResult(plan, groups, labels, table, selectors, usable, streams, collapsed)
+
+
+def walk_budget_comment(wb: identify.WalkBudget | None) -> str:
+    if wb is None:
+        return "walk budget: none"
+    text = (f"walk budget {wb.budget:.2%} of {wb.allocations} profiled allocations: sites needing a walk "
+            f"held {wb.share_before:.2%}")
+    if wb.collapsed_sites:
+        text += (f"; {wb.collapsed_sites} of {wb.walking_sites} such sites decided by their first frame, "
+                 f"{wb.share_after:.2%} left, {wb.lost_accesses} accesses placed otherwise")
+    return text
 
 
 def self_share(profile: Profile, contexts: list[int]) -> float:

@@ -147,3 +147,29 @@ def test_a_dominant_label_decides_its_prefix_alone() -> None:
     assert set(cheap.rules) == {Rule(1, chain("w")), Rule(1, chain("e")), Rule(0, chain("e g"))}
     assert cheap.overruled == {2: (0, 1)}
     assert identify.classify(cheap.rules, chain("w b main")) == 1
+
+
+def test_the_walk_budget_collapses_the_sites_that_lose_least_per_walk() -> None:
+    """Sites w and e both need a walk (two labels each, none dominant). With a budget that
+    fits only one of them, the one whose collapse loses fewer accesses per walked
+    allocation (e) is decided by its nearest label; w keeps its exact rules. Budget 0
+    collapses both, budget 1 neither."""
+    contexts = [LabelledContext(1, chain("w a main"), 9000, 1, objects=600),
+                LabelledContext(2, chain("w b main"), 8000, 2, objects=400),  # w: 8000 lost / 1000
+                LabelledContext(3, chain("e f"), 100, 1, objects=700),
+                LabelledContext(4, chain("e g"), 300, 0, objects=300),  # e: 300 lost / 1000
+                LabelledContext(5, chain("s"), 10, 3, objects=8000)]  # decided at its site
+    exact = identify.apcc_rules(contexts, walk_budget=1.0)
+    assert exact.walk_budget.walking_before == 2000 and exact.walk_budget.collapsed_sites == 0
+    assert identify.classify(exact.rules, chain("e g")) == 0
+    half = identify.apcc_rules(contexts, walk_budget=0.12)  # 1000 of 10000 may walk
+    wb = half.walk_budget
+    assert (wb.walking_sites, wb.collapsed_sites, wb.walking_after, wb.lost_accesses) == (2, 1, 1000, 300)
+    assert identify.classify(half.rules, chain("e g")) == 1  # e decided by its first frame
+    assert identify.classify(half.rules, chain("w b main")) == 2  # w still told apart
+    assert max(len(r.frames) for r in half.rules if r.frames[0] == chain("e")[0]) == 1
+    none = identify.apcc_rules(contexts, walk_budget=0.0)
+    assert all(len(r.frames) == 1 for r in none.rules)
+    assert none.walk_budget.walking_after == 0 and none.walk_budget.collapsed_sites == 2
+    assert identify.classify(none.rules, chain("w b main")) == 1  # the nearest label: most allocations
+    assert set(none.overruled) == {2, 4}

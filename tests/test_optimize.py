@@ -52,7 +52,7 @@ def test_no_plan_wins_on_a_compute_bound_program(build_dir, runtime_lib, tmp_pat
     assert doc["stdin"] == str(work) and doc["train_stdin"] == str(train)
     installed = allocators.available_allocators()
     assert len(doc["candidates"]) == len(installed) * (1 + len(DEFAULT_STRATEGIES))
-    assert {p for p in doc["plans"]} == {"halo", "halo-rest"}
+    assert {p for p in doc["plans"]} == {"halo", "halo-site", "halo-rest"}
     assert (out / "optimize.md").read_text().count("| RECOMMENDED") == 1
     assert (out / "recommended.env").exists()
     bench_accepts(rec["config"], [worker, "compute"], "--stdin", str(work))

@@ -288,7 +288,7 @@ def _plan(profile: Path, variants: list[str], out: Path, name: str, run: Optimiz
         pv = known[v]
         plan = out / f"{name}.{v}.plan"
         cmd = [sys.executable, "-m", "heaplayout.cli", "plan", "--strategy", pv.strategy, "--rest", pv.rest,
-               "-o", str(plan), str(profile)]
+               *pv.plan_args, "-o", str(plan), str(profile)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not plan.exists():
             why = (proc.stderr.strip().splitlines() or ["no message"])[-1]

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from dataclasses import fields
@@ -59,6 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="a chain prefix whose profiled allocations are at least this share one label's is decided "
                         "by that prefix alone, sparing the stack walks that telling the rest apart costs "
                         f"(default {planner.DEFAULT_DOMINANCE}; 1: exact rules)")
+    p.add_argument("--walk-budget", type=float, default=planner.DEFAULT_WALK_BUDGET, metavar="SHARE",
+                   help="most share of the profiled allocations whose call site may need a stack walk to be "
+                        "identified; past it, the sites whose distinctions gain the fewest accesses per walk "
+                        f"are decided by their call site alone (default {planner.DEFAULT_WALK_BUDGET}; 1: no budget)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="plan from a profile whose run was cut short (no END record); its affinity "
                         "and pointer records, written at exit, are missing, so few groups result")
@@ -104,6 +109,8 @@ def plan_command(args: argparse.Namespace) -> int:
         check_params(gp, hp)
         if not 0.5 < args.dominance <= 1:
             raise ValueError("dominance must be in (0.5, 1]")
+        if not 0 <= args.walk_budget <= 1:
+            raise ValueError("walk budget must be in [0, 1]")
         profile = read_profile(args.inputs[0], with_objects=args.strategy == "hds",
                                with_stream=args.strategy == "hds")
         if not profile.complete and not args.allow_incomplete:
@@ -115,7 +122,8 @@ def plan_command(args: argparse.Namespace) -> int:
         result = planner.make_plan(profile, args.strategy, grouping_params=gp, hds_params=hp,
                                    chunk_size=args.chunk_size, max_object_size=args.max_object_size,
                                    rest=args.rest, rest_max_size=args.rest_max_size,
-                                   min_align=args.min_align, source=args.inputs[0], dominance=args.dominance)
+                                   min_align=args.min_align, source=args.inputs[0], dominance=args.dominance,
+                                   walk_budget=args.walk_budget)
         write_plan(result.plan, args.output)
     except (OSError, ProfileError, PlanError, ValueError) as err:
         print(f"heaplayout plan: {err}", file=sys.stderr)
@@ -127,6 +135,7 @@ def plan_command(args: argparse.Namespace) -> int:
     t = result.rules
     print(f"{args.output}: {len(result.groups)} groups ({args.strategy}), {len(t.rules)} rules with "
           f"{t.total_frames} frames; HALO selectors: {result.selectors.terms} terms")
+    print(f"  {planner.walk_budget_comment(t.walk_budget)}")
     if not result.groups:
         print("heaplayout plan: no group passed the thresholds; the plan groups nothing", file=sys.stderr)
     return 0
@@ -182,7 +191,8 @@ def report(result: planner.PlanResult, profile: Profile, source: str) -> dict[st
                      "ungrouping_rules": t.ungrouping_rules,
                      "depth_histogram": {str(k): v for k, v in t.depth_histogram().items()},
                      "indistinguishable_contexts": len(t.overruled),
-                     "indistinguishable": [{"context": c, "wanted": w, "got": g} for c, (w, g) in t.overruled.items()]},
+                     "indistinguishable": [{"context": c, "wanted": w, "got": g} for c, (w, g) in t.overruled.items()],
+                     "walk_budget": dataclasses.asdict(t.walk_budget) if t.walk_budget else None},
             "halo_selectors": {"conjunctions": s.conjunctions, "terms": s.terms, "sites": s.sites,
                                "unresolved_members": len(s.unresolved)},
         },
