@@ -2,10 +2,49 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Sequence
 
 from .bench_launch import ExitStatus
+
+IGNORED_MARK = b"<~>"
+
+
+def normalizer(patterns: Sequence[str]) -> Callable[[bytes], bytes]:
+    """A function that replaces every match of `patterns` (regular expressions, applied in
+    order) by one fixed marker: the parts of stdout that may differ between identical runs
+    (a solver's "Time used"), everything else must stay byte-identical."""
+    compiled = [re.compile(p.encode()) for p in patterns]
+
+    def normalize(data: bytes) -> bytes:
+        for rx in compiled:
+            data = rx.sub(IGNORED_MARK, data)
+        return data
+
+    return normalize
+
+
+def ignoring_digest(patterns: Sequence[str]) -> Callable[[Path], str]:
+    """sha256 of a stdout file after `normalizer(patterns)`: bench's and optimize's digest."""
+    normalize = normalizer(patterns)
+
+    def digest(path: Path) -> str:
+        return hashlib.sha256(normalize(path.read_bytes())).hexdigest()
+
+    return digest
+
+
+def check_patterns(patterns: Sequence[str]) -> list[str]:
+    """The --ignore patterns, each compiled once to fail early with the pattern named."""
+    for pat in patterns:
+        try:
+            re.compile(pat.encode())
+        except re.error as err:
+            raise ValueError(f"--ignore {pat!r} is not a regular expression: {err}") from None
+    return list(patterns)
 
 
 def first_difference(expected: Path, actual: Path, limit: int = 160) -> str | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from typing import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,7 @@ class OptimizeRun:
     peak_rss_kib: dict[str, list[int]] = field(default_factory=dict)
     runtime_stats: object = None
     runs: int = 0
+    ignore: list[str] = field(default_factory=list)  # --ignore patterns of the output check
 
     def candidate(self, label: str | None) -> Candidate | None:
         return self.search.by_label().get(label) if label else None
@@ -75,11 +77,14 @@ def use_command(cand: Candidate, program: list[str], stdin: Path | None) -> str:
     return shlex.join(["heaplayout", "run", *how, *alloc, *stdin_opt, "--", *program])
 
 
-def bench_command(best: Candidate, cand: Candidate, program: list[str], stdin: Path | None) -> str:
+def bench_command(best: Candidate, cand: Candidate, program: list[str], stdin: Path | None,
+                  ignore: Sequence[str] = ()) -> str:
     """`heaplayout bench` re-measuring the recommendation against the best allocator alone."""
     configs = best.spec if cand.label == best.label else f"{best.spec},{cand.spec}"
     stdin_opt = [] if stdin is None else ["--stdin", str(stdin)]
-    return shlex.join(["heaplayout", "bench", "--runs", "9", "--config", configs, *stdin_opt, "--", *program])
+    ignore_opt = [w for pat in ignore for w in ("--ignore", pat)]
+    return shlex.join(["heaplayout", "bench", "--runs", "9", "--config", configs, *stdin_opt, *ignore_opt, "--",
+                       *program])
 
 
 def recommendation_env(cand: Candidate, program: list[str]) -> dict[str, str]:
@@ -155,7 +160,7 @@ def verdict_lines(run: OptimizeRun) -> list[str]:
     lines.append(f"  config (heaplayout bench --config): {rec.spec}")
     lines.append(f"  run it: {use_command(rec, run.program, run.stdin)}")
     if best is not None:
-        lines.append(f"  re-measure: {bench_command(best, rec, run.program, run.stdin)}")
+        lines.append(f"  re-measure: {bench_command(best, rec, run.program, run.stdin, run.ignore)}")
     stats = stats_line(run.runtime_stats)
     if stats:
         lines.append(f"  runtime, one more run: {stats}")
@@ -220,7 +225,7 @@ def to_json(run: OptimizeRun) -> dict:
             "resolved": d.resolved, "reason": d.reason, "best_allocator": best,
             "ratio_to_best_allocator": None if not d.resolved else {**d.summary.to_json(), "values": list(d.ratios)},
             "command": use_command(rec, run.program, run.stdin), "env": env,
-            "bench_command": bench_command(bestc, rec, run.program, run.stdin) if bestc else None,
+            "bench_command": bench_command(bestc, rec, run.program, run.stdin, run.ignore) if bestc else None,
             "runtime_stats": run.runtime_stats,
         }
     s = d.summary if d else None
@@ -228,6 +233,7 @@ def to_json(run: OptimizeRun) -> dict:
         "schema": SCHEMA, "command": run.command, "program": run.program, "train": run.train,
         "stdin": None if run.stdin is None else str(run.stdin),
         "train_stdin": None if run.train_stdin is None else str(run.train_stdin),
+        "ignore": run.ignore,
         "started_utc": run.started_utc, "budget_s": run.budget_s, "elapsed_s": round(run.elapsed_s, 3),
         "stage_s": {k: round(v, 3) for k, v in run.stage_s.items()}, "runs": run.runs,
         "profile": None if run.profile is None else str(run.profile),

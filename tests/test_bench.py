@@ -441,3 +441,27 @@ def test_plan_configuration_sets_the_plan_file(tmp_path, runtime_lib):
     env = bench.config_env(c)
     assert env["HEAPLAYOUT_POLICY"] == "plan" and env["HEAPLAYOUT_PLAN"] == str(plan.resolve())
     assert env["LD_PRELOAD"].endswith("libmimalloc.so.2")
+
+
+PID_PRINTER_C = r"""
+#include <stdio.h>
+#include <unistd.h>
+int main(void) { printf("result 42\nTime used: %d secs\n", (int)getpid()); return 0; }
+"""
+
+
+def test_ignore_leaves_only_its_matches_out_of_the_output_check(tmp_path, capsys):
+    """A program whose stdout has a varying line fails bench's output check; --ignore with a
+    pattern for that line passes it, and a pattern for another line does not."""
+    src = tmp_path / "pid.c"
+    src.write_text(PID_PRINTER_C)
+    exe = tmp_path / "pid"
+    subprocess.run(["gcc", "-O1", str(src), "-o", str(exe)], check=True)
+    base = ["bench", "--runs", "2", "--warmup", "0", "--config", "glibc,glibc2=glibc"]
+    assert cli.main([*base, "--", str(exe)]) == 1
+    assert "OUTPUT MISMATCH" in capsys.readouterr().err
+    assert cli.main([*base, "--ignore", r"result \d+", "--", str(exe)]) == 1
+    capsys.readouterr()
+    assert cli.main([*base, "--ignore", r"Time used: \d+ secs", "--", str(exe)]) == 0
+    assert cli.main([*base, "--ignore", "(unclosed", "--", str(exe)]) == 2
+    assert "is not a regular expression" in capsys.readouterr().err

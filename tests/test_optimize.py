@@ -113,3 +113,28 @@ def test_usage_errors():
     assert r.returncode == 2 and b"unknown strategy 'nosuch'" in r.stderr
     r = optimize("--runs", "3", "--", "true")
     assert r.returncode == 2 and b"--runs must be at least 5" in r.stderr
+
+
+def test_ignore_lets_a_program_with_a_timing_line_be_optimized(runtime_lib, tmp_path):
+    """A program that prints its pid in a "Time used" line is refused as nondeterministic;
+    with --ignore for that line it is measured, and the pattern is kept in the evidence and
+    in the re-measuring bench command."""
+    import subprocess
+
+    src = tmp_path / "pid.c"
+    src.write_text('#include <stdio.h>\n#include <unistd.h>\n'
+                   'int main(void) { printf("result 42\\nTime used: %d secs\\n", (int)getpid()); return 0; }\n')
+    exe = tmp_path / "pid"
+    subprocess.run(["gcc", "-O1", str(src), "-o", str(exe)], check=True)
+    common = ["--allocator", "glibc,jemalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
+              "--budget", "60"]
+    r = optimize(*common, "-o", str(tmp_path / "a"), "--", str(exe))
+    assert r.returncode == 1 and b"not deterministic" in r.stderr, r.stderr.decode()
+    r = optimize(*common, "--ignore", r"Time used: \d+ secs", "-o", str(tmp_path / "b"), "--", str(exe))
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads((tmp_path / "b" / "optimize.json").read_text())
+    assert doc["ignore"] == [r"Time used: \d+ secs"] and "--ignore" in doc["command"]
+    assert all(c["eliminated"] is None or "output differs" not in c["eliminated"]["reason"] for c in doc["candidates"])
+    rec = doc["recommendation"]
+    if rec["bench_command"]:
+        assert "--ignore" in rec["bench_command"]

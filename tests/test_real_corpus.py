@@ -235,3 +235,50 @@ def test_plan_configurations_pair_each_plan_with_its_allocator(tmp_path):
     assert dict(by_label["halo_rest.mimalloc"].options)["plan"] == str(plans["halo_rest"])
     assert measure.plan_configs("glibc", plans) == ["glibc", f"halo.glibc=plan={plans['halo']}",
                                                    f"halo_rest.glibc=plan={plans['halo_rest']}"]
+
+
+def test_optimize_stage_passes_the_programs_input_and_normalization(programs, tmp_path):
+    """The optimize stage runs optimize as a user would: training arguments and stdin,
+    measuring arguments and stdin, and the program's normalization as --ignore."""
+    from benchmarks.real import optimize_stage
+
+    p = by_name(programs, "glpsol")
+    dirs = {"train": tmp_path / "t", "measure": tmp_path / "m"}
+    cmd = optimize_stage.optimize_command(p, dirs, tmp_path / "o", 300)
+    assert cmd[cmd.index("--budget") + 1] == "300"
+    assert [cmd[i + 1] for i, w in enumerate(cmd) if w == "--ignore"] == list(p.normalize)
+    assert str(tmp_path / "t") in cmd[cmd.index("--train") + 1]
+    assert cmd[cmd.index("--") + 1:] == p.argv(dirs["measure"])
+    sq = by_name(programs, "sqlite3")
+    cmd = optimize_stage.optimize_command(sq, dirs, tmp_path / "o", 300)
+    assert cmd[cmd.index("--stdin") + 1] == str(sq.stdin_path(dirs["measure"]))
+    assert cmd[cmd.index("--train-stdin") + 1] == str(sq.stdin_path(dirs["train"]))
+
+
+def _optimize_doc(rec_kind: str, ratio: float | None) -> dict:
+    cands = [{"label": a, "allocator": a, "strategy": "alone", "eliminated": None,
+              "race": {"ratio_to_best_allocator": {"median": 1.0, "q1": 1.0, "q3": 1.0, "n": 3}},
+              "confirmation": {"ratio_to_best_allocator": None}} for a in ("glibc", "jemalloc")]
+    cands.append({"label": "halo+jemalloc", "allocator": "jemalloc", "strategy": "halo", "eliminated": None,
+                  "race": {"ratio_to_best_allocator": {"median": 0.9, "q1": 0.88, "q3": 0.92, "n": 3}},
+                  "confirmation": {"ratio_to_best_allocator": {"median": 0.85, "q1": 0.84, "q3": 0.86, "n": 9}}})
+    spread = None if ratio is None else {"median": ratio, "q1": ratio - 0.01, "q3": ratio + 0.01, "n": 9}
+    return {"candidates": cands, "elapsed_s": 100, "runs": 40,
+            "decision": {"best_allocator": "jemalloc", "finalist": "halo+jemalloc", "confirmation_ratios": [0.85] * 9},
+            "recommendation": {"label": "halo+jemalloc" if rec_kind == "strategy" else "jemalloc", "kind": rec_kind,
+                               "resolved": rec_kind == "strategy", "ratio_to_best_allocator": spread}}
+
+
+def test_optimize_table_counts_only_recommended_strategies_as_gains():
+    """The geometric mean takes a recommended strategy's confirmed median and 1 for an
+    allocator alone, whatever the finalist's ratio was."""
+    from benchmarks.real import optimize_stage
+
+    rows = [optimize_stage.summary_row("a", _optimize_doc("strategy", 0.85)),
+            optimize_stage.summary_row("b", _optimize_doc("allocator alone", None)),
+            optimize_stage.summary_row("c", None)]
+    text = optimize_stage.markdown(rows)
+    assert rows[0]["strategies_on_best"]["halo"].startswith("0.850 [0.84–0.86]")
+    assert "geometric mean 0.922 over 2 programs" in text  # sqrt(0.85)
+    assert "a strategy recommended on 1, at least 10% faster on 1" in text
+    assert "| c | optimize failed |" in text

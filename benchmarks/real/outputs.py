@@ -9,34 +9,15 @@ byte-identical. The same normalization serves the check stage (our own runs) and
 
 from __future__ import annotations
 
-import hashlib
-import re
 from pathlib import Path
 from typing import Callable, Sequence
 
-MARK = b"<~>"
-
-
-def normalizer(patterns: Sequence[str]) -> Callable[[bytes], bytes]:
-    """A function that replaces every match of `patterns` (applied in order) by MARK."""
-    compiled = [re.compile(p.encode()) for p in patterns]
-
-    def normalize(data: bytes) -> bytes:
-        for rx in compiled:
-            data = rx.sub(MARK, data)
-        return data
-
-    return normalize
+from heaplayout.bench_check import IGNORED_MARK as MARK, ignoring_digest, normalizer  # noqa: F401  (one normalizer for bench, optimize and the corpus)
 
 
 def file_digest(patterns: Sequence[str]) -> Callable[[Path], str]:
     """sha256 of a file's normalized content (bench's `digest` hook)."""
-    normalize = normalizer(patterns)
-
-    def digest(path: Path) -> str:
-        return hashlib.sha256(normalize(path.read_bytes())).hexdigest()
-
-    return digest
+    return ignoring_digest(patterns)
 
 
 def first_difference(expected: bytes, actual: bytes, limit: int = 160) -> str | None:

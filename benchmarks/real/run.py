@@ -1,9 +1,9 @@
 """Run the real-program corpus: install, generate inputs, check outputs, measure.
 
     python3 -m benchmarks.real.run --out build/real [--programs a,b] [--runs N]
-                                   [--stage check,allocators,plans] [--force]
+                                   [--stage check,allocators,plans,optimize] [--force]
 
-Stages (default: all three, in this order; inputs are always generated first):
+Stages (default: all four, in this order; inputs are always generated first):
   check       each input natively twice and under `callsite`: same normalized output and
               exit status; allocation counts from the runtime's statistics
   allocators  the measuring input under glibc, jemalloc, mimalloc, tcmalloc alone and
@@ -11,8 +11,10 @@ Stages (default: all three, in this order; inputs are always generated first):
   plans       `heaplayout profile` on the training input, `heaplayout plan --strategy halo`
               (and `--rest callsite`), then the plans on glibc and on the best allocator
               alone, interleaved with both
-Writes OUT/<program>/{check,allocators,plans}.json, OUT/real.json and OUT/real.md (the
-tables), OUT/check.md. A stage whose JSON exists is reused unless --force, so an
+  optimize    `heaplayout optimize` as a user runs it (its own profile, plans, race and
+              decision; --optimize-budget), the recommendation against the best allocator alone
+Writes OUT/<program>/{check,allocators,plans}.json, OUT/<program>/optimize/, OUT/real.json
+and OUT/real.md (the tables), OUT/check.md, OUT/optimize.md. A stage whose JSON exists is reused unless --force, so an
 interrupted run continues where it stopped. Progress goes to stderr.
 """
 
@@ -30,9 +32,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks.real import check, corpus, measure, report  # noqa: E402
+from benchmarks.real import check, corpus, measure, optimize_stage, report  # noqa: E402
 
-STAGES = ("check", "allocators", "plans")
+STAGES = ("check", "allocators", "plans", "optimize")
 
 
 def say(msg: str) -> None:
@@ -50,6 +52,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=1, metavar="K", help="warm-up rounds (default 1)")
     ap.add_argument("--check-inputs", default="train,measure", metavar="I,...",
                     help="inputs the check stage runs (default train,measure)")
+    ap.add_argument("--optimize-budget", type=float, default=900.0, metavar="SECONDS",
+                    help="optimize stage: `heaplayout optimize --budget` per program (default 900, optimize's own)")
     ap.add_argument("--force", action="store_true", help="redo stages whose JSON already exists")
     ap.add_argument("--no-install", action="store_true", help="do not run install.sh for missing packages")
     args = ap.parse_args(argv)
@@ -132,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([str(Path(__file__).with_name("install.sh"))], check=True)
     command = "python3 -m benchmarks.real.run " + shlex.join(argv if argv is not None else sys.argv[1:])
     rows, checks, bad = [], [], 0
+    opt_rows: list[dict] = []
     benches: list[dict | None] = []  # every bench document shown, for the rounds they used
     for p in programs:
         t0 = time.monotonic()
@@ -152,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
                 plan_doc = stage_plans(p, dirs, dest, best, args, failures)
         else:
             plan_doc = load_json(dest / "plans.json")  # type: ignore[assignment]
+        if "optimize" in args.stages:
+            opt_doc = optimize_stage.stage_optimize(p, dirs, dest, args.optimize_budget, args.force, say, failures)
+        else:
+            opt_doc = load_json(dest / "optimize" / "optimize.json")  # type: ignore[assignment]
+        if opt_doc is not None or "optimize" in args.stages:
+            opt_rows.append(optimize_stage.summary_row(p.name, opt_doc))  # type: ignore[arg-type]
         benches += [alloc_doc, plan_doc]  # type: ignore[list-item]
         row = report.program_summary(p.name, checked, alloc_doc, plan_doc, best, failures)  # type: ignore[arg-type]
         rows.append(row)
@@ -170,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     print(report.markdown(rows, command, note))
     if checks:
         print(report.check_markdown(checks))
+    if opt_rows:
+        text = f"Command: `{command}`\n\n" + optimize_stage.markdown(opt_rows)
+        (out / "optimize.md").write_text(text)
+        print(text)
     say(f"[real] wrote {out / 'real.md'}, {out / 'real.json'}, {out / 'check.md'}")
     return 1 if bad else 0
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import bench as engine
 from .. import paths
+from ..bench_check import check_patterns, ignoring_digest
 from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
 
@@ -60,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --suite: workload binaries with (fp) or without (nofp) frame pointers")
     p.add_argument("--stdin", metavar="FILE",
                    help="every run reads FILE on standard input, from its start (default: /dev/null)")
+    p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
+                   help="parts of stdout that may differ between identical runs (a timing line): matches are "
+                        "left out of the output check; repeatable")
     p.add_argument("--keep-temp", action="store_true", help="keep the temporary directory with outputs and stderr")
     p.set_defaults(func=bench_command)
 
@@ -94,6 +98,11 @@ def bench_command(args: argparse.Namespace) -> int:
                                      D1=engine.check_cache_geometry(args.D1, "D1"))
         if args.runs < 1:
             raise engine.BenchError("--runs must be at least 1")
+        try:
+            args.ignore = check_patterns(args.ignore)
+        except ValueError as err:
+            raise engine.BenchError(str(err)) from None
+        args.digest = ignoring_digest(args.ignore) if args.ignore else None
         if args.warmup < 0:
             raise engine.BenchError("--warmup cannot be negative")
         try:
@@ -135,7 +144,7 @@ def _bench_program(args: argparse.Namespace, configs: list[engine.Config], cache
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-bench-"))
     try:
         bench = engine.run_bench(program, configs, tmp, runs=args.runs, warmup=args.warmup, cache=cache,
-                                 progress=_progress, stdin=args.stdin)
+                                 progress=_progress, stdin=args.stdin, digest=args.digest)
         header, rows = engine.table_rows(bench)
         print(engine.describe_run(bench))
         print(engine.format_table(header, rows))

@@ -31,6 +31,7 @@ import shutil
 from pathlib import Path
 
 from .. import allocators, paths
+from ..bench_check import check_patterns, ignoring_digest
 from ..bench_config import BenchError, resolve_program
 from ..bench_launch import fmt_seconds
 from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, terminal_table, to_json, to_markdown,
@@ -68,6 +69,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), metavar="LIST",
                    help=f"strategies on each allocator, from: {', '.join(strategy_names())} "
                    f"(default {','.join(DEFAULT_STRATEGIES)})")
+    p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
+                   help="parts of stdout that may differ between identical runs (a timing line): matches are "
+                        "left out of the output check; repeatable")
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                    help=f"time for the whole command, profiling included (default {DEFAULT_BUDGET_S:.0f})")
     p.add_argument("--runs", type=int, default=SearchSettings.confirm_rounds, metavar="N",
@@ -141,6 +145,7 @@ def optimize_command(args: argparse.Namespace) -> int:
         allocs = _allocator_list(args.allocator)
         strategies = _strategy_list(args.strategies)
         settings = _settings(args)
+        ignore = check_patterns(args.ignore)
         if strategies:
             paths.runtime_library()
         out = Path(args.output or Path("heaplayout-out") / Path(program[0]).name).resolve()
@@ -158,7 +163,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     run = OptimizeRun(command=_command_line(args, program, train, allocs, strategies, out), program=program,
                       train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
                       settings=settings, started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      search=SearchResult([]))
+                      search=SearchResult([]), ignore=ignore)
     deadline = start + args.budget
     variants = [s for s in strategies if s not in POLICY_STRATEGIES]
 
@@ -186,7 +191,8 @@ def optimize_command(args: argparse.Namespace) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-optimize-"))
     try:
         try:
-            runner = CandidateRunner(program, candidates, tmp, stdin=stdin)
+            runner = CandidateRunner(program, candidates, tmp, stdin=stdin,
+                                     digest=ignoring_digest(ignore) if ignore else None)
         except BenchError as err:
             print(f"{PROG}: {err}", file=sys.stderr)
             return 2
@@ -256,6 +262,8 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
               "-o", str(out)]
     if args.profile:
         words += ["--profile", str(Path(args.profile).resolve())]
+    for pat in args.ignore:
+        words += ["--ignore", pat]
     return shlex.join([*words, "--", *program])
 
 
