@@ -1,0 +1,63 @@
+"""PreFix's tunables, in one place, each with its source and the reason for its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+VARIANTS = ("hot", "hds", "hds+hot")
+
+
+@dataclass(frozen=True)
+class PrefixParams:
+    # PreFix §1/Figure 1 and Table 5: the preallocated objects account for most heap
+    # accesses (HALO's 90% popularity threshold, which the paper's hot objects follow).
+    coverage: float = 0.90
+    # Not from the paper (it has no cap; mysql grew 18 -> 426 MB): None keeps every hot
+    # object, a number drops the least accessed objects until the region fits.
+    max_bytes: int | None = None
+    # Slot alignment: what malloc guarantees on x86-64 (16), so a slot holds any object the
+    # allocator underneath could have returned for a request of that size.
+    align: int = 16
+    # HDS (Chilimbi-Shaham, as HALO 5.1 replicated it): streams of 2..20 objects covering
+    # 90% of the analysed references; hds.HdsParams holds the same defaults.
+    hds_min_len: int = 2
+    hds_max_len: int = 20
+    hds_coverage: float = 0.90
+    # Ours, as hds.HdsParams.max_refs: the pure-Python stream analysis reads at most this many
+    # references from the start of the stream (seconds, a few hundred MB).
+    hds_max_refs: int = 200_000
+    # Ours: those references are read as this many equal windows spread evenly over the
+    # stream, not from its start: a run's start is often its construction phase (the suite's
+    # halo_tokens: its first 200K references give one stream, 8 windows give 1,498 streams
+    # over hot objects).
+    hds_windows: int = 8
+    # Ours: fewer than 3 ids always form an arithmetic progression, so "regular" is only
+    # claimed for 3 or more (two ids stay a fixed list, which is as short).
+    min_regular_ids: int = 3
+    # Ours: the paper recycles where "a large number of objects is allocated ... only a small
+    # number of them are simultaneously live" and names no numbers. A context is recycled
+    # when it has at least this many hot objects ...
+    recycle_min_objects: int = 32
+    # ... at least this many times as many as are live at once (N slots serve them) ...
+    recycle_min_ratio: int = 4
+    # ... and its hot objects are at least this share of all its allocations: a recycled
+    # context's every allocation goes through the slots (Figure 7), cold ones included.
+    recycle_min_hot_share: float = 0.9
+    # Ours: contexts allocating from more than one thread number their objects in the
+    # order of the scheduler, which another run does not repeat; they are left out.
+    single_thread_contexts: bool = True
+    # Ours: a shared counter is simulated on the allocation trace of its contexts; groups
+    # with more allocations than this are not tried (bounds the analysis time, and a
+    # counter over that many allocations rarely keeps its pattern on another input).
+    share_max_allocations: int = 1 << 16
+
+    def describe(self) -> str:
+        return " ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+
+    def check(self) -> None:
+        if not 0.0 < self.coverage <= 1.0:
+            raise ValueError(f"coverage {self.coverage}: expected a share in (0, 1]")
+        if self.max_bytes is not None and self.max_bytes < 0:
+            raise ValueError(f"max_bytes {self.max_bytes}: expected a size in bytes")
+        if self.align < 1 or self.align & (self.align - 1):
+            raise ValueError(f"align {self.align}: expected a power of two")
