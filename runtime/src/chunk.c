@@ -74,10 +74,13 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   unsigned color = pool == HL_POOL_CC ? 0 : atomic_fetch_add_explicit(&color_seq, 1, memory_order_relaxed) % colors;
   c->data = (char *)c + hl_rng.meta_bytes + (size_t)color * HL_COLOR_STEP;
   c->end = (char *)c + hl_rng.chunk_size;
+  c->map_base = (uintptr_t)hl_chunk_sizemap(c) - ((uintptr_t)c >> HL_GRANULE_SHIFT);
   c->accounted = 0;
   atomic_store_explicit(&c->remote, NULL, memory_order_relaxed);
   hl_chunk_reset(c);
 }
+
+void hl_free_invalid_in(hl_chunk *c, const void *p) { hl_free_invalid(p, *hl_sizemap_entry(c, p), "free"); }
 
 void hl_chunk_reset(hl_chunk *c) {
   if (c->pool == HL_POOL_CC) memset(hl_chunk_ccfill(c), 0, hl_rng.chunk_size / hl_rng.cc_block);

@@ -168,6 +168,8 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
   tp->max_size = pool == HL_POOL_CC       ? HL_MAX_CLASS_SIZE
                  : hl_pool_group(pool) != 0 ? hl_plan_group_max_size()
                                             : hl_state.opt.site_max_size;
+  uint32_t dmax = tp->max_size < hl_state.opt.max_size ? tp->max_size : hl_state.opt.max_size;
+  tp->direct_max = tp->counting ? 0 : dmax < 256 ? dmax : 256;
   tp->next_in_heap = heap->tpool_list; /* only the owner thread reads the list */
   heap->tpool_list = tp;
   __atomic_store_n(&heap->tpools[pool], tp, __ATOMIC_RELEASE);

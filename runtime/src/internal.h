@@ -158,6 +158,9 @@ typedef struct hl_chunk {
   uint32_t cc_open;                   /* ccmalloc: index of the block filled last */
   size_t accounted;                   /* extent counted into the pool's resident total */
   _Atomic(void *) remote;             /* objects freed by other threads */
+  /* the size map less this chunk's granule number: p's entry is at map_base + (p >> 4), one
+   * instruction fewer on free than from the chunk's address (set while the chunk is in use) */
+  uintptr_t map_base;
 } hl_chunk;
 
 /* A free slot, linked into its thread-pool's list for its class. prev is valid on every
@@ -204,6 +207,10 @@ static inline uint8_t *hl_chunk_ccfill(hl_chunk *c) {
 static inline uint8_t *hl_sizemap_entry(hl_chunk *c, const void *p) {
   return &hl_chunk_sizemap(c)[((uintptr_t)p - (uintptr_t)c) >> HL_GRANULE_SHIFT];
 }
+/* the same for a chunk known to be in use (map_base is set) */
+static inline uint8_t *hl_sizemap_entry_used(const hl_chunk *c, const void *p) {
+  return (uint8_t *)(c->map_base + ((uintptr_t)p >> HL_GRANULE_SHIFT));
+}
 static inline uint8_t hl_class_at(hl_chunk *c, const void *p) {
   return *hl_sizemap_entry(c, p) & ~HL_SIZEMAP_FREE;
 }
@@ -234,6 +241,9 @@ typedef struct hl_tpool {
   uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
   uint8_t counting;         /* statistics are on: frees take the counting path (hl_free_slot_counted) */
   uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
+  /* the largest request the site-direct pop may serve from this pool by its class table
+   * (fastpath.h): max_size, the global limit and the table's 256 bytes; 0 with statistics */
+  uint32_t direct_max;
   /* statistics, owner only; kept exact only while statistics are on (the site-direct
    * allocation and the local free skip them otherwise: nothing reads them then).
    * Interleaved so that no two counters one path updates are adjacent: GCC merged
@@ -509,12 +519,14 @@ struct hl_heap {
   hl_tpool *tpools[HL_MAX_POOLS]; /* by pool id, created on first use; kept when recycled */
 };
 
-/* Return address bits 1..8 (calls are at least 2 bytes long, so neighbouring call sites
- * differ there), computed as the entry's byte offset: a shift and a mask (hashing in the
- * higher bits as well cost two instructions more on every malloc). */
+/* Return address bits 2..9, computed as the entry's byte offset: a multiply by 8 (one lea,
+ * which also copies the address) and a mask. Bits 1..8 took a copy, a shift and a mask (one
+ * instruction more on every malloc); only two calls 2 bytes apart tell apart by bit 1
+ * alone, and calls are usually 5 bytes (hashing in the higher bits as well cost two
+ * instructions more on every malloc). */
 _Static_assert(sizeof(hl_site_cache_entry) == 32, "hl_site_entry computes offsets of 32-byte entries");
 static inline hl_site_cache_entry *hl_site_entry(hl_heap *h, uintptr_t ra) {
-  uintptr_t off = (ra << 4) & ((uintptr_t)(HL_SITE_CACHE_SLOTS - 1) << 5);
+  uintptr_t off = (ra * 8) & ((uintptr_t)(HL_SITE_CACHE_SLOTS - 1) << 5);
   return (hl_site_cache_entry *)((char *)h->sites + off);
 }
 static inline hl_step_rule *hl_site_rule(hl_heap *h, const hl_site_cache_entry *e) {
@@ -539,6 +551,9 @@ void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uintpt
 /* entry: the slot's size-map entry (0: not an object, HL_SIZEMAP_FREE set: freed already).
  * It does not return; it is not declared noreturn, so that callers reach it by a jump. */
 __attribute__((cold)) void hl_free_invalid(const void *p, uint8_t entry, const char *func);
+/* hl_free_invalid for free(p) in c, reading the entry again (chunk.c): free's fast path
+ * then keeps no copy of the entry for the call (one instruction) */
+__attribute__((cold)) void hl_free_invalid_in(hl_chunk *c, const void *p);
 /* the entry is 0 or has HL_SIZEMAP_FREE (classes are below it: the sign bit): no live
  * object starts in the granule */
 static inline int hl_sizemap_not_live(uint8_t entry) { return (int8_t)entry <= 0; }
@@ -583,10 +598,10 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
     }
     hl_free_slot_local(tp, c, p, cls, HL_SLOT_UNMARKED, may_count);
   } else {
-    uint8_t *entry = hl_sizemap_entry(c, p);
+    uint8_t *entry = hl_sizemap_entry_used(c, p);
     size_t cls = *entry;
     if (HL_UNLIKELY(hl_sizemap_not_live((uint8_t)cls))) {
-      hl_free_invalid(p, (uint8_t)cls, "free");
+      hl_free_invalid_in(c, p);
       return;
     }
     hl_sizemap_mark_free(entry);
