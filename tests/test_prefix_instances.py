@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from heaplayout.strategies.prefix.analyze import per_context_trace
 from heaplayout.strategies.prefix.hot import complete_objects
-from heaplayout.strategies.prefix.instances import assign_counters, classify, shared_values
+from heaplayout.strategies.prefix.instances import assign_counters, classify, shared_values, value_ranges
 from heaplayout.strategies.prefix.params import PrefixParams
 
 from test_prefix_hot import make_profile
@@ -78,3 +78,32 @@ def test_runs_that_interleave_differently_do_not_share():
     same = make_profile([(1, 16, 5, 0, None, 1, 0), (2, 16, 5, 0, None, 1, 0),
                          (1, 16, 5, 0, None, 1, 1), (2, 16, 5, 0, None, 1, 1)])
     assert shared_values([1, 2], per_context_trace(same)) == {(1, 0): 0, (2, 0): 1}
+
+
+def test_regular_with_a_few_listed_extras():
+    # prefix_hot's shape: instances 0, 1, 2 and every 16th from 5
+    values = [0, 1, 2] + list(range(5, 5 + 16 * 40, 16))
+    p = classify(values, 1000, 3, max_extras=8)
+    assert (p.kind, p.start, p.stride, p.count, p.extra) == ("regular", 5, 16, 40, (0, 1, 2))
+    assert p.cost == 4
+    assert classify(values, 1000, 3, max_extras=2).kind == "fixed"
+    # the progression need not be contiguous among the values: 10 lies inside it
+    q = classify([1, 4, 7, 10, 11, 13, 16], None, 3, max_extras=1)
+    assert (q.kind, q.start, q.stride, q.count, q.extra) == ("regular", 1, 3, 6, (11,))
+
+
+def test_value_ranges():
+    assert value_ranges([5, 1, 2, 3, 9, 10]) == [(1, 3), (5, 5), (9, 10)]
+    assert value_ranges([]) == []
+
+
+def test_sharing_needs_a_shorter_rule():
+    # A: instances 0..3 all hot (all); B: one hot object allocated after them. Shared values
+    # 0..4 (all) cost 1 < 1 + 1: shared.
+    p = make_profile([(1, 16, 5)] * 4 + [(2, 16, 5)])
+    assert len(_counters(p, [(1, i) for i in range(4)] + [(2, 0)])) == 1
+    # B's hot object comes 3 allocations of B later: shared values 0..3 and 7, a progression
+    # with one extra (cost 2), not shorter than all + fixed {3} (cost 2): not shared
+    q = make_profile([(1, 16, 5)] * 4 + [(2, 16, 0)] * 3 + [(2, 16, 5)])
+    cs = _counters(q, [(1, i) for i in range(4)] + [(2, 3)])
+    assert [c.contexts for c in cs] == [(1,), (2,)]

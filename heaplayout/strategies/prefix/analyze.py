@@ -112,11 +112,11 @@ def build_variant(profile: Profile, variant: str, order: list[ObjectKey], hot: d
         p = cnt.pattern
         for c in cnt.contexts:
             rules.append(ContextRule(c, cnt.id, p.kind, p.start, p.stride, p.count,
-                                     p.values if p.kind == "fixed" else (), cnt.shared,
+                                     p.values if p.kind == "fixed" else (), p.extra, cnt.shared,
                                      per_ctx_slots[c], per_ctx_acc[c]))
     for c in sorted(recycled):
         r = recycled[c]
-        rules.append(ContextRule(c, counter_of[c], "recycle", 0, 1, r.slots, (), False, r.slots, r.accesses))
+        rules.append(ContextRule(c, counter_of[c], "recycle", 0, 1, r.slots, (), (), False, r.slots, r.accesses))
     objects = len(own) + sum(r.hot_objects for r in recycled.values())
     covered = sum(accesses[k] for k in own) + sum(r.accesses for r in recycled.values())
     stats = VariantStats(variant, region, len(slots), objects, sum(sizes[k] for k in own), covered,

@@ -34,6 +34,9 @@ class PrefixParams:
     # Ours: fewer than 3 ids always form an arithmetic progression, so "regular" is only
     # claimed for 3 or more (two ids stay a fixed list, which is as short).
     min_regular_ids: int = 3
+    # Ours: a progression may come with this many listed values outside it (Table 2's
+    # "regular & fixed"; the suite's prefix_hot: 3 header objects + every 16th record).
+    max_regular_extras: int = 8
     # Ours: the paper recycles where "a large number of objects is allocated ... only a small
     # number of them are simultaneously live" and names no numbers. A context is recycled
     # when it has at least this many hot objects ...

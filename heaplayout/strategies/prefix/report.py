@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ...profile_format import Profile
+from .instances import value_ranges
 from .result import ContextRule, PrefixAnalysis, PrefixLayout
 
 
@@ -20,10 +21,13 @@ def _rule_text(r: ContextRule) -> str:
     if r.pattern == "recycle":
         return f"recycle N={r.count}"
     if r.pattern == "fixed":
-        shown = ",".join(map(str, r.values[:6])) + (",..." if len(r.values) > 6 else "")
-        text = f"fixed {{{shown}}} ({r.count})"
+        runs = value_ranges(r.values)
+        shown = ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs[:4]) + (",..." if len(runs) > 4 else "")
+        text = f"fixed {{{shown}}} ({r.count} values in {len(runs)} runs)"
     else:
         text = f"{r.pattern} start={r.start} stride={r.stride} count={r.count}"
+        if r.extra:
+            text += " + {" + ",".join(map(str, r.extra)) + "}"
     return text + (f" shared counter {r.counter}" if r.shared else "")
 
 

@@ -17,6 +17,7 @@ class ContextRule:
     stride: int  # 0 for fixed; 1 for all and recycle
     count: int  # values that match; recycle: N, the slots
     values: tuple[int, ...]  # fixed: the counter values; otherwise empty
+    extra: tuple[int, ...]  # regular: values matched besides the progression
     shared: bool  # the counter is incremented by other contexts too
     slots: int  # slots of this context in the region
     accesses: int  # profiled accesses of the objects those slots take
