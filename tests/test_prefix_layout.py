@@ -10,6 +10,7 @@ from heaplayout.strategies.prefix import PrefixParams, analyze
 from heaplayout.strategies.prefix.__main__ import main
 from heaplayout.strategies.prefix.layout import apply_cap, place, slot_bytes
 from heaplayout.strategies.prefix.recycle import Recycled
+from heaplayout.strategies.prefix.replay import replay
 from heaplayout.strategies.prefix.streams import sample_stream, streams_to_ohds
 
 from test_prefix_hot import make_profile
@@ -121,3 +122,38 @@ def test_command_line(tmp_path, capsys):
     assert doc["variants"]["hot"]["region_bytes"] == 96
     assert len(doc["variants"]["hds"]["slots"]) == 2
     assert main([str(tmp_path / "missing.prof")]) == 2
+
+
+def test_replay_on_its_own_profile_places_what_was_planned():
+    p = _stream_profile()
+    a = analyze(p, PrefixParams(coverage=0.95))
+    for lay in a.layouts.values():
+        r = replay(lay, p, p, {(1, 0), (1, 2), (2, 1)})
+        assert r.placed == len(lay.slots) == r.slots_used == r.hot_placed
+        assert r.accesses == lay.stats.accesses
+        assert (r.too_large, r.other_context, r.busy, r.missing_contexts) == (0, 0, 0, 0)
+
+
+def test_replay_on_another_input():
+    p = _stream_profile()
+    lay = analyze(p, PrefixParams(coverage=0.95)).layouts["hot"]
+    # another input: ctx 1's third object (64 bytes) no longer fits its 48-byte slot, and
+    # ctx 2's second object is now a rarely used one of 8 bytes (it still takes its slot)
+    other = make_profile([(1, 24, 100), (1, 16, 1), (1, 64, 100), (2, 16, 0), (2, 8, 1), (2, 8, 50)])
+    r = replay(lay, p, other)
+    # the shared counter (ctx 1 and 2, values 0, 2, 4): 0 -> (1,0) fits; 2 -> (1,2) 64 > 48;
+    # 4 -> (2,1) 8 <= 16 fits
+    assert (r.placed, r.too_large, r.accesses) == (2, 1, 101)
+    assert replay(lay, p, make_profile([(7, 16, 5)])).missing_contexts == 2
+
+
+def test_replay_recycled_slots():
+    objs = [(1, 32, 5, 10 * i, 10 * i + 15) for i in range(64)]
+    p = make_profile(objs)
+    lay = analyze(p, PrefixParams(coverage=1.0), ["hot"]).layouts["hot"]
+    assert lay.rules[0].pattern == "recycle" and lay.rules[0].count == 2
+    assert replay(lay, p, p).placed == 64
+    # on an input where each object lives three times as long, every other one finds its slot taken
+    longer = make_profile([(1, 32, 5, 10 * i, 10 * i + 25) for i in range(64)])
+    r = replay(lay, p, longer)
+    assert r.busy > 0 and r.placed + r.busy == 64

@@ -1,5 +1,6 @@
 """python3 -m heaplayout.strategies.prefix PROFILE [--variant V|all] [--coverage X]
-[--max-bytes N] [--json FILE]: the PreFix layouts of a profile, summarised."""
+[--max-bytes N] [--json FILE] [--replay OTHER]: the PreFix layouts of a profile, summarised,
+and what they would place on another profile of the same binary."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from dataclasses import replace
 from ...profile_format import ProfileError, read_profile
 from .analyze import analyze
 from .params import VARIANTS, PrefixParams
-from .report import summary, write_json
+from .hot import select_hot
+from .replay import replay
+from .report import replay_summary, summary, write_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"stream references analysed (default {d.hds_max_refs})")
     ap.add_argument("--top", type=int, default=10, help="contexts and slots to list (default 10)")
     ap.add_argument("--json", metavar="FILE", help="write the layouts (every slot) as JSON")
+    ap.add_argument("--replay", metavar="OTHER", help="another profile of the same binary (another input): "
+                    "what each layout would place there")
     args = ap.parse_args(argv)
     params = replace(d, coverage=args.coverage, max_bytes=args.max_bytes, hds_max_refs=args.hds_max_refs)
     try:
@@ -42,6 +47,16 @@ def main(argv: list[str] | None = None) -> int:
     print(summary(analysis, profile, "hds+hot" if args.variant == "all" else args.variant, args.top))
     if args.json:
         write_json(analysis, args.json)
+    if args.replay:
+        try:
+            other = read_profile(args.replay)
+        except (ProfileError, OSError) as e:
+            print(f"prefix: {e}", file=sys.stderr)
+            return 2
+        hot = {h.key for h in select_hot(other, params).objects}
+        results = {v: replay(lay, profile, other, hot) for v, lay in analysis.layouts.items()}
+        print()
+        print(replay_summary(results, args.replay))
     return 0
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ...profile_format import Profile
 from .instances import value_ranges
+from .replay import ReplayStats
 from .result import ContextRule, PrefixAnalysis, PrefixLayout
 
 
@@ -78,3 +79,14 @@ def write_json(analysis: PrefixAnalysis, path: str | Path) -> None:
     doc = {"heap_accesses": analysis.heap_accesses, "profile_objects": analysis.profile_objects,
            "variants": {v: lay.to_dict() for v, lay in analysis.layouts.items()}}
     Path(path).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+def replay_summary(results: dict[str, ReplayStats], name: str) -> str:
+    lines = [f"replayed on {name} (Table 5: HA = heap accesses of the placed objects; hot = of them, hot there too)",
+             f"{'variant':<8} {'placed':>8} {'HA':>7} {'hot':>7} {'slots used':>11} {'too large':>9} "
+             f"{'other ctx':>9} {'busy':>7} {'no ctx':>6}"]
+    for v, r in results.items():
+        hot = r.hot_placed / r.placed if r.placed else 0.0
+        lines.append(f"{v:<8} {r.placed:>8} {r.coverage:>7.1%} {hot:>7.1%} {f'{r.slots_used}/{r.slots}':>11} "
+                     f"{r.too_large:>9} {r.other_context:>9} {r.busy:>7} {r.missing_contexts:>6}")
+    return "\n".join(lines)
