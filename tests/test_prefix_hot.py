@@ -39,8 +39,14 @@ def make_profile(objs: list[tuple], stream: list[int] | None = None, kinds: dict
         c.objects += 1
         c.bytes += size
         c.loads += acc
-    for c in p.contexts.values():
-        c.max_live = c.objects
+    # the profiler's exact max_live; at equal clocks the free came first (a program frees
+    # before it allocates again when no heap access lies between)
+    events = sorted((t, k, o.run, o.context) for o in p.objects
+                    for t, k in ((o.alloc_time, 1), (o.free_time, 0)) if t is not None)
+    live: dict[tuple[int, int], int] = {}
+    for _, k, run, ctx in events:
+        live[(run, ctx)] = live.get((run, ctx), 0) + (1 if k else -1)
+        p.contexts[ctx].max_live = max(p.contexts[ctx].max_live, live[(run, ctx)])
     p.has_totals = True
     p.stream = list(stream or [])
     p.summary["heap_accesses"] = heap_accesses if heap_accesses is not None else sum(o.accesses for o in p.objects)

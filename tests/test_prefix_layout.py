@@ -28,7 +28,7 @@ def test_offsets_follow_the_order_and_are_aligned():
 
 
 def test_recycled_slots_sit_where_the_first_object_comes():
-    rec = {5: Recycled(5, 3, 20, 50, 50, 500)}
+    rec = {5: Recycled(5, 3, 20, 50, 500)}
     order = [(1, 0), (5, 7), (2, 0), (5, 8)]
     sizes = {(1, 0): 16, (2, 0): 16, (5, 7): 20, (5, 8): 20}
     slots, region = place(order, sizes, rec, {1: 1, 2: 2, 5: 3}, {(1, 0): 0, (2, 0): 0}, 16)
@@ -41,7 +41,7 @@ def test_cap_drops_the_least_accessed_and_keeps_the_order():
     order = [(1, 0), (2, 0), (3, 0), (5, 0), (5, 1)]
     sizes = {(1, 0): 64, (2, 0): 16, (3, 0): 32, (5, 0): 16, (5, 1): 16}
     acc = {(1, 0): 10, (2, 0): 50, (3, 0): 40, (5, 0): 1, (5, 1): 1}
-    rec = {5: Recycled(5, 2, 16, 40, 40, 45)}  # 32 bytes, 45 accesses
+    rec = {5: Recycled(5, 2, 16, 40, 45)}  # 32 bytes, 45 accesses
     kept, kept_rec = apply_cap(order, sizes, acc, rec, 100, 16)
     # by accesses: (2,0) 16, recycled 5: 32, (3,0) 32 -> 80; (1,0) 64 no longer fits
     assert kept == [(2, 0), (3, 0), (5, 0), (5, 1)] and set(kept_rec) == {5}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ...profile_format import Object, Profile
+from .complete import complete_progressions
 from .hot import HotObject, ObjectKey, complete_objects, select_hot
 from .instances import assign_counters
 from .layout import apply_cap, place
@@ -58,6 +59,9 @@ def analyze(profile: Profile, params: PrefixParams | None = None,
         if v not in VARIANTS:
             raise ValueError(f"unknown variant {v!r} (expected one of {', '.join(VARIANTS)})")
     sel = select_hot(profile, params)
+    completed = complete_progressions(sel.objects, sel.pool, params)
+    sel.objects += completed
+    sel.completed = len(completed)
     hot = {h.key: h for h in sel.objects}
     per_context = per_context_trace(profile)
     complete = complete_objects(profile)
@@ -78,6 +82,7 @@ def analyze(profile: Profile, params: PrefixParams | None = None,
         lay.hot_objects = len(hot)
         lay.hot_bytes = sum(h.size for h in hot.values())
         lay.hot_accesses = sel.accesses
+        lay.completed = sel.completed
         lay.streams = stream_stats
         lay.excluded = excluded
         layouts[v] = lay
@@ -117,7 +122,7 @@ def build_variant(profile: Profile, variant: str, order: list[ObjectKey], hot: d
     for c in sorted(recycled):
         r = recycled[c]
         rules.append(ContextRule(c, counter_of[c], "recycle", 0, 1, r.slots, (), (), False, r.slots, r.accesses))
-    objects = len(own) + sum(r.hot_objects for r in recycled.values())
+    objects = len(own) + sum(r.objects for r in recycled.values())
     covered = sum(accesses[k] for k in own) + sum(r.accesses for r in recycled.values())
     stats = VariantStats(variant, region, len(slots), objects, sum(sizes[k] for k in own), covered,
                          profile.heap_accesses or sum(o.accesses for o in profile.objects))

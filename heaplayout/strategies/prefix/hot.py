@@ -42,6 +42,8 @@ class HotSelection:
     heap_accesses: int  # all heap accesses of the profile (the coverage's denominator)
     candidates: int  # eligible ids with at least one access
     excluded_contexts: dict[int, str] = field(default_factory=dict)  # context -> why not eligible
+    pool: dict[ObjectKey, HotObject] = field(default_factory=dict)  # every eligible id with accesses
+    completed: int = 0  # ids added to complete a progression (complete.py)
 
     @property
     def accesses(self) -> int:
@@ -106,7 +108,7 @@ def select_hot(profile: Profile, params: PrefixParams) -> HotSelection:
             break
         chosen.append(h)
         running += h.accesses
-    return HotSelection(chosen, total, len(entries), skip)
+    return HotSelection(chosen, total, len(entries), skip, {h.key: h for h in entries})
 
 
 def allocation_trace(profile: Profile) -> dict[int, list[Object]]:

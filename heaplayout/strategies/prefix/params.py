@@ -37,15 +37,17 @@ class PrefixParams:
     # Ours: a progression may come with this many listed values outside it (Table 2's
     # "regular & fixed"; the suite's prefix_hot: 3 header objects + every 16th record).
     max_regular_extras: int = 8
+    # Ours (complete.py): a progression with holes left by the coverage cut is completed
+    # when at least this share of it is chosen ...
+    complete_min_share: float = 0.5
+    # ... and every missing id has at least this times the median accesses of the chosen.
+    complete_min_heat: float = 0.5
     # Ours: the paper recycles where "a large number of objects is allocated ... only a small
-    # number of them are simultaneously live" and names no numbers. A context is recycled
-    # when it has at least this many hot objects ...
+    # number of them are simultaneously live" and names no numbers. A context with hot
+    # objects is recycled when it allocates at least this many objects ...
     recycle_min_objects: int = 32
-    # ... at least this many times as many as are live at once (N slots serve them) ...
+    # ... and at least this many times as many as are live at once (N slots serve them).
     recycle_min_ratio: int = 4
-    # ... and its hot objects are at least this share of all its allocations: a recycled
-    # context's every allocation goes through the slots (Figure 7), cold ones included.
-    recycle_min_hot_share: float = 0.9
     # Ours: contexts allocating from more than one thread number their objects in the
     # order of the scheduler, which another run does not repeat; they are left out.
     single_thread_contexts: bool = True

@@ -1,18 +1,21 @@
-"""Object recycling (PreFix §2.4): a context that allocates many hot objects, few of them
-live at once, gets N slots that its allocations take in turn instead of one slot each.
+"""Object recycling (PreFix §2.4): a context with hot objects that allocates many objects,
+few of them live at once, gets N slots that its allocations take in turn instead of one
+slot per hot id.
 
-At run time (Figure 7) every allocation of a recycled context increments its counter and
+At run time (Figure 7) *every* allocation of a recycled context increments its counter and
 looks at slot `value mod N`: free and large enough, the object goes there; otherwise to the
-allocator underneath. So recycling serves *every* allocation of the context, cold ones
-too, and it is chosen only where the hot objects are nearly all of them
-(`recycle_min_hot_share`), many (`recycle_min_objects`), and at least
-`recycle_min_ratio` times as many as are live at once.
+allocator underneath. Cold objects of the context take slots too, so what matters is all
+its objects, not only the hot ones:
 
-N is the most hot objects of the context live at once in the profile. The profile's clock
-counts heap accesses, so an object freed and another allocated with no access in between
-carry the same time and their order is unknown: we count them as both live (N may be one
-too many, never too few). N is also bounded by the context's own `max_live` (exact, over
-all its objects). The slot size is the largest size of its hot objects.
+- N is the most objects of the context live at once: the profiler's `max_live` (exact:
+  it counts allocations and frees in the order they happen). Only when a cut profile lacks
+  it is N computed from the objects' clocks, where an object freed and another allocated
+  with no heap access in between carry the same time and their order is unknown: we count
+  them as both live (one slot too many, never one too few). N counted over the hot objects
+  alone would be too few whenever cold objects of the context are live among them;
+- the context is recycled when it allocates at least `recycle_min_objects` objects and at
+  least `recycle_min_ratio` times N (in the run with the most);
+- the slot size is the largest of its objects, so that no object is refused for its size.
 """
 
 from __future__ import annotations
@@ -29,10 +32,9 @@ from .params import PrefixParams
 class Recycled:
     context: int
     slots: int  # N
-    slot_size: int  # the largest hot object's size (before alignment)
-    hot_objects: int  # its hot objects (records, over all runs), all served by the N slots
-    allocations: int  # all its allocations
-    accesses: int  # accesses of its hot objects
+    slot_size: int  # the largest of its objects (before alignment)
+    objects: int  # its objects (records, over all runs), all served by the N slots in turn
+    accesses: int  # their accesses
 
 
 def max_live(objects: Iterable[Object]) -> int:
@@ -55,24 +57,21 @@ def max_live(objects: Iterable[Object]) -> int:
 
 def decide_recycling(profile: Profile, placed: Iterable[ObjectKey], per_context: dict[int, list[Object]],
                      params: PrefixParams) -> dict[int, Recycled]:
-    """The contexts among the placed ids that recycle, with their slots."""
-    wanted: dict[int, set[int]] = {}
-    for c, i in placed:
-        wanted.setdefault(c, set()).add(i)
+    """The contexts among the placed ids that recycle, with their slots (module doc)."""
     out: dict[int, Recycled] = {}
-    for c, instances in wanted.items():
+    for c in sorted({c for c, _ in placed}):
         ctx = profile.contexts.get(c)
-        if ctx is None or len(instances) < params.recycle_min_objects:
+        objs = per_context.get(c, [])
+        if ctx is None or not objs:
             continue
-        hot = [o for o in per_context.get(c, ()) if o.instance in instances]
-        allocations = max(ctx.objects, len(per_context.get(c, ())))
-        if len(hot) < params.recycle_min_objects or len(hot) < params.recycle_min_hot_share * allocations:
+        per_run: dict[int, int] = {}
+        for o in objs:
+            per_run[o.run] = per_run.get(o.run, 0) + 1
+        allocations = max(per_run.values())
+        if len(per_run) == 1:
+            allocations = max(allocations, ctx.objects)  # with --objects=accessed some have no record
+        n = max(1, ctx.max_live or max_live(objs))
+        if allocations < params.recycle_min_objects or allocations < params.recycle_min_ratio * n:
             continue
-        n = max_live(hot)
-        if ctx.max_live:
-            n = min(n, ctx.max_live)
-        n = max(n, 1)
-        if n * params.recycle_min_ratio > len(hot):
-            continue
-        out[c] = Recycled(c, n, max(o.size for o in hot), len(hot), allocations, sum(o.accesses for o in hot))
+        out[c] = Recycled(c, n, max(o.size for o in objs), len(objs), sum(o.accesses for o in objs))
     return out

@@ -12,8 +12,10 @@ walks the profile's allocation trace as the runtime would see it (PreFix Figures
   counter's values can shift onto another context's slot on another input: the runtime
   must check the context too, see docs/prefix.md) and the object fits the slot's bytes;
 - a recycled context's value takes slot `value mod N` when it is free and large enough; a
-  slot is free once its object was freed at an earlier clock (a free at the same clock as
-  the allocation counts as later: the profile cannot order them).
+  slot is free once its object was freed. A free at the same clock as the allocation (no
+  heap access between them) cannot be ordered by the profile: the slot counts as free (the
+  recycling loop frees the oldest object, then allocates), and such placements are counted
+  in `tied`, so `placed - tied` is the count if every such free came after the allocation.
 
 An object that is refused goes to the allocator underneath, as at run time.
 """
@@ -38,6 +40,7 @@ class ReplayStats:
     too_large: int = 0  # value matched, object larger than the slot
     other_context: int = 0  # value matched a slot of another context on the same counter
     busy: int = 0  # recycled slot still taken
+    tied: int = 0  # placed in a recycled slot freed at the same clock (module doc)
     missing_contexts: int = 0  # rule contexts the replayed profile does not have
 
     @property
@@ -81,10 +84,12 @@ def replay(layout: PrefixLayout, source: Profile, target: Profile,
         if rule.pattern == "recycle":
             i = recycled_at[(rule.context, value % rule.count)]
             prev = occupant.get(i)
-            if prev is not None and (prev.free_time is None or prev.free_time >= o.alloc_time):
+            if prev is not None and (prev.free_time is None or prev.free_time > o.alloc_time):
                 stats.busy += 1
                 continue
+            tie = prev is not None and prev.free_time == o.alloc_time
         else:
+            tie = False
             i = slot_at.get((rule.counter, value), -1)
             if i < 0:
                 continue
@@ -94,6 +99,7 @@ def replay(layout: PrefixLayout, source: Profile, target: Profile,
         if o.size > layout.slots[i].size:
             stats.too_large += 1
             continue
+        stats.tied += tie
         occupant[i] = o
         used.add(i)
         stats.placed += 1

@@ -38,7 +38,8 @@ def summary(analysis: PrefixAnalysis, profile: Profile, detail: str | None, top:
              f"{analysis.profile_objects} object records"
              + (" (stream truncated)" if profile.stream_truncated else "")]
     hot_share = first.hot_accesses / analysis.heap_accesses if analysis.heap_accesses else 0.0
-    lines.append(f"hot objects: {first.hot_objects} ids, {_bytes(first.hot_bytes)}, {hot_share:.1%} of heap accesses")
+    lines.append(f"hot objects: {first.hot_objects} ids ({first.completed} of them completing a progression), "
+                 f"{_bytes(first.hot_bytes)}, {hot_share:.1%} of heap accesses")
     if first.excluded:
         lines.append("contexts not eligible: " + ", ".join(f"{n} {why}" for why, n in sorted(first.excluded.items())))
     s = first.streams
@@ -82,11 +83,12 @@ def write_json(analysis: PrefixAnalysis, path: str | Path) -> None:
 
 
 def replay_summary(results: dict[str, ReplayStats], name: str) -> str:
-    lines = [f"replayed on {name} (Table 5: HA = heap accesses of the placed objects; hot = of them, hot there too)",
+    lines = [f"replayed on {name} (Table 5: HA = heap accesses of the placed objects; hot = of them, hot there "
+             "too; tied = placed in a recycled slot freed at the same clock)",
              f"{'variant':<8} {'placed':>8} {'HA':>7} {'hot':>7} {'slots used':>11} {'too large':>9} "
-             f"{'other ctx':>9} {'busy':>7} {'no ctx':>6}"]
+             f"{'other ctx':>9} {'busy':>7} {'tied':>7} {'no ctx':>6}"]
     for v, r in results.items():
         hot = r.hot_placed / r.placed if r.placed else 0.0
         lines.append(f"{v:<8} {r.placed:>8} {r.coverage:>7.1%} {hot:>7.1%} {f'{r.slots_used}/{r.slots}':>11} "
-                     f"{r.too_large:>9} {r.other_context:>9} {r.busy:>7} {r.missing_contexts:>6}")
+                     f"{r.too_large:>9} {r.other_context:>9} {r.busy:>7} {r.tied:>7} {r.missing_contexts:>6}")
     return "\n".join(lines)

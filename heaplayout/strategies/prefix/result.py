@@ -62,6 +62,7 @@ class PrefixLayout:
     hot_objects: int = 0  # chosen by coverage, before the cap
     hot_bytes: int = 0
     hot_accesses: int = 0
+    completed: int = 0  # of the hot ids, added to complete a progression (complete.py)
     streams: StreamStats = field(default_factory=StreamStats)
     excluded: dict[str, int] = field(default_factory=dict)  # reason -> contexts not eligible
     dropped_by_cap: int = 0  # ids (or recycled contexts) the byte cap left out
