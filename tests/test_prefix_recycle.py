@@ -31,9 +31,17 @@ def test_many_objects_few_live_are_recycled():
     # 40 objects, two live at a time (each lives until the one after next is allocated)
     p = make_profile([(1, 24 if i != 7 else 40, 3, 10 * i, 10 * i + 15) for i in range(40)])
     assert p.contexts[1].max_live == 2
-    r = _recycled(p, [(1, 0)])[1]
-    # every object of the context goes through the slots, not only the placed (hot) ones
+    r = _recycled(p, [(1, i) for i in range(40)])[1]
     assert (r.slots, r.slot_size, r.objects, r.accesses) == (2, 40, 40, 120)
+    # the slots are sized for the placed ids: the 40-byte object, not placed, does not fit
+    r = _recycled(p, [(1, i) for i in range(40) if i != 7])[1]
+    assert (r.slots, r.slot_size, r.objects, r.accesses) == (2, 24, 39, 117)
+
+
+def test_recycling_never_grows_the_region():
+    p = make_profile([(1, 16, 3, 10 * i, 10 * i + 15) for i in range(40)])
+    assert _recycled(p, [(1, 0)]) == {}  # 2 slots for 1 placed id
+    assert set(_recycled(p, [(1, 0), (1, 9)])) == {1}  # 2 slots for 2
 
 
 def test_long_lived_or_few_objects_are_not_recycled():
@@ -52,6 +60,7 @@ def test_long_lived_or_few_objects_are_not_recycled():
 def test_n_is_the_profilers_max_live_else_the_clocks():
     # pairs allocated together, freed together when the next pair is allocated (same clock)
     p = make_profile([(1, 16, 3, 10 * (i // 2), 10 * (i // 2) + 10) for i in range(40)])
-    assert _recycled(p, [(1, 0)])[1].slots == 2  # exact: the pair is freed before the next
+    every = [(1, i) for i in range(40)]
+    assert _recycled(p, every)[1].slots == 2  # exact: the pair is freed before the next
     p.contexts[1].max_live = 0  # a cut profile: from the clocks, ties counted as overlapping
-    assert _recycled(p, [(1, 0)])[1].slots == 4
+    assert _recycled(p, every)[1].slots == 4

@@ -15,10 +15,12 @@ objects). Dropping keeps the order of what is left.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .hot import ObjectKey
-from .recycle import Recycled
+
+if TYPE_CHECKING:  # recycle.py sizes its slots with slot_bytes
+    from .recycle import Recycled
 
 
 @dataclass(frozen=True)

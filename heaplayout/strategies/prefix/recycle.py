@@ -15,7 +15,11 @@ its objects, not only the hot ones:
   alone would be too few whenever cold objects of the context are live among them;
 - the context is recycled when it allocates at least `recycle_min_objects` objects and at
   least `recycle_min_ratio` times N (in the run with the most);
-- the slot size is the largest of its objects, so that no object is refused for its size.
+- the slot size is the largest of its placed (hot) ids: a larger object goes to the
+  allocator underneath (one outlier would otherwise size all N slots: lua's string buffers,
+  304 slots of 64 KiB);
+- and recycling must not grow the region: N slots take at most the bytes the context's
+  placed ids would take in slots of their own.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Iterable
 
 from ...profile_format import Object, Profile
 from .hot import ObjectKey
+from .layout import slot_bytes
 from .params import PrefixParams
 
 
@@ -32,8 +37,8 @@ from .params import PrefixParams
 class Recycled:
     context: int
     slots: int  # N
-    slot_size: int  # the largest of its objects (before alignment)
-    objects: int  # its objects (records, over all runs), all served by the N slots in turn
+    slot_size: int  # the largest of its placed ids (before alignment)
+    objects: int  # its objects that fit a slot (records, over all runs): the N slots serve them in turn
     accesses: int  # their accesses
 
 
@@ -58,11 +63,20 @@ def max_live(objects: Iterable[Object]) -> int:
 def decide_recycling(profile: Profile, placed: Iterable[ObjectKey], per_context: dict[int, list[Object]],
                      params: PrefixParams) -> dict[int, Recycled]:
     """The contexts among the placed ids that recycle, with their slots (module doc)."""
+    wanted: dict[int, set[int]] = {}
+    for c, i in placed:
+        wanted.setdefault(c, set()).add(i)
     out: dict[int, Recycled] = {}
-    for c in sorted({c for c, _ in placed}):
+    for c in sorted(wanted):
         ctx = profile.contexts.get(c)
         objs = per_context.get(c, [])
         if ctx is None or not objs:
+            continue
+        size: dict[int, int] = {}
+        for o in objs:
+            if o.instance in wanted[c]:
+                size[o.instance] = max(size.get(o.instance, 0), o.size)
+        if not size:
             continue
         per_run: dict[int, int] = {}
         for o in objs:
@@ -73,5 +87,9 @@ def decide_recycling(profile: Profile, placed: Iterable[ObjectKey], per_context:
         n = max(1, ctx.max_live or max_live(objs))
         if allocations < params.recycle_min_objects or allocations < params.recycle_min_ratio * n:
             continue
-        out[c] = Recycled(c, n, max(o.size for o in objs), len(objs), sum(o.accesses for o in objs))
+        slot = max(size.values())
+        if n * slot_bytes(slot, params.align) > sum(slot_bytes(z, params.align) for z in size.values()):
+            continue
+        fit = [o for o in objs if o.size <= slot_bytes(slot, params.align)]
+        out[c] = Recycled(c, n, slot, len(fit), sum(o.accesses for o in fit))
     return out
