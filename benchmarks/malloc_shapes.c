@@ -4,6 +4,9 @@
  *
  * SHAPE:
  *   pair     back-to-back malloc(64)/free from one site (the allocator's best case)
+ *   sizes    back-to-back pairs from one site whose size cycles through 24, 40 and 64 bytes
+ *   grow     one site allocates PAIRS objects of 64 bytes and keeps them, then frees them
+ *            all in allocation order (a program building its data, then tearing it down)
  *   ring     a ring of 1024 live objects of 64 bytes from one site, freed in FIFO order
  *   mixed    4096 live objects from 8 sites, each with its own size (16..256 bytes; one
  *            site asks for a different size every time), a random object replaced per step
@@ -67,6 +70,41 @@ static double shape_pair(unsigned long long pairs) {
     free(p);
   }
   double t1 = now_ns();
+  sink_all += sink;
+  return t1 - t0;
+}
+
+static double shape_sizes(unsigned long long pairs) {
+  static const size_t cycle[3] = {24, 40, 64};
+  uint8_t sink = 0;
+  unsigned k = 0;
+  double t0 = now_ns();
+  for (unsigned long long i = 0; i < pairs; i++) {
+    uint8_t *p = site4(cycle[k]);
+    sink += p[0];
+    free(p);
+    k = k == 2 ? 0 : k + 1;
+  }
+  double t1 = now_ns();
+  sink_all += sink;
+  return t1 - t0;
+}
+
+static double shape_grow(unsigned long long pairs) {
+  uint8_t **all = malloc(pairs * sizeof *all); /* from a site of its own (main) */
+  if (all == NULL) {
+    fprintf(stderr, "malloc_shapes: no memory for %llu pointers\n", pairs);
+    exit(1);
+  }
+  uint8_t sink = 0;
+  double t0 = now_ns();
+  for (unsigned long long i = 0; i < pairs; i++) all[i] = site4(64);
+  for (unsigned long long i = 0; i < pairs; i++) {
+    sink += all[i][0];
+    free(all[i]);
+  }
+  double t1 = now_ns();
+  free(all);
   sink_all += sink;
   return t1 - t0;
 }
@@ -171,7 +209,7 @@ static double shape_threads(unsigned long long pairs) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s pair|ring|mixed|threads PAIRS\n", argv[0]);
+    fprintf(stderr, "usage: %s pair|sizes|grow|ring|mixed|threads PAIRS\n", argv[0]);
     return 2;
   }
   unsigned long long pairs = strtoull(argv[2], NULL, 10);
@@ -184,6 +222,8 @@ int main(int argc, char **argv) {
   double ns;
   const char *shape = argv[1];
   if (!strcmp(shape, "pair")) ns = shape_pair(pairs);
+  else if (!strcmp(shape, "sizes")) ns = shape_sizes(pairs);
+  else if (!strcmp(shape, "grow")) ns = shape_grow(pairs);
   else if (!strcmp(shape, "ring")) ns = shape_ring(pairs);
   else if (!strcmp(shape, "mixed")) ns = shape_mixed(pairs);
   else if (!strcmp(shape, "threads")) ns = shape_threads(pairs);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Instructions and ns per malloc/free pair, for every allocation shape of
-build/benchmarks/malloc_shapes (pair, ring, mixed, threads) under each allocator alone and
+build/benchmarks/malloc_shapes (pair, sizes, grow, ring, mixed, threads) under each allocator alone and
 our runtime's `off`, `callsite` and a plan on top of glibc and mimalloc.
 
 Instructions are exact: callgrind's total for a run of 2N pairs minus that of a run of N
@@ -11,7 +11,7 @@ Times are medians of interleaved rounds (every configuration once per round), wi
 configuration's ratio to the allocator underneath taken round by round (the machine is
 shared: compare ratios, not single figures).
 
-    python3 benchmarks/run_pair_shapes.py [--shapes pair,ring,mixed,threads] [--rounds 7]
+    python3 benchmarks/run_pair_shapes.py [--shapes pair,sizes,grow,ring,mixed,threads] [--rounds 7]
         [--pairs 5000000] [--count-pairs 200000] [--no-time] [--no-count]
 
 The plan is written from the binary's own disassembly (heaplayout.elf): one group holding
@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
 from heaplayout import elf, paths  # noqa: E402
 from heaplayout.runtime_env import RuntimeConfig, allocator_env, runtime_env  # noqa: E402
 
-SHAPES = ["pair", "ring", "mixed", "threads"]
+SHAPES = ["pair", "sizes", "grow", "ring", "mixed", "threads"]
 
 
 @dataclass(frozen=True)

@@ -77,9 +77,12 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
   hl_chunk *c = tp->cur;
   if (HL_UNLIKELY(c == NULL)) return NULL;
   char *b = c->bump;
+  if (b == NULL) __builtin_unreachable(); /* a chunk's bump pointer: the caller need not test */
   size_t csize = hl_class_size[cls];
-  /* a 16-multiple class after an odd-multiple one: the slow path pads the bump */
-  if (HL_UNLIKELY((size_t)(c->end - b) < csize || ((uintptr_t)b & ~csize & 8))) return NULL; /* hl_slot_aligned */
+  if (HL_UNLIKELY((size_t)(c->end - b) < csize)) return NULL;
+  /* a 16-multiple class after an odd-multiple one: the slow path pads the bump (tested only
+   * when the bump is not 16-aligned, which only odd-multiple classes leave) */
+  if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, (uint8_t)cls)) return NULL;
   c->bump = b + csize;
   *hl_sizemap_entry_used(c, b) = (uint8_t)cls;
   c->live++;
