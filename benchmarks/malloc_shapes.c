@@ -74,7 +74,7 @@ static double shape_pair(unsigned long long pairs) {
   return t1 - t0;
 }
 
-static double shape_sizes(unsigned long long pairs) {
+__attribute__((noinline)) static double shape_sizes(unsigned long long pairs) {
   static const size_t cycle[3] = {24, 40, 64};
   uint8_t sink = 0;
   unsigned k = 0;
@@ -90,7 +90,7 @@ static double shape_sizes(unsigned long long pairs) {
   return t1 - t0;
 }
 
-static double shape_grow(unsigned long long pairs) {
+__attribute__((noinline)) static double shape_grow(unsigned long long pairs) {
   uint8_t **all = malloc(pairs * sizeof *all); /* from a site of its own (main) */
   if (all == NULL) {
     fprintf(stderr, "malloc_shapes: no memory for %llu pointers\n", pairs);

@@ -109,7 +109,13 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
     if (size > tp->direct_max) return NULL;
     list = (hl_free_slot **)&tp->free[tp->classes[(size + 7) >> 3]];
   }
-  hl_free_slot *obj = *list;
+  hl_free_slot *obj;
+#if defined(__x86_64__)
+  /* the head in the return register: GCC kept it elsewhere and copied it (one more) */
+  __asm__("movq %1, %0" : "=a"(obj) : "m"(*list));
+#else
+  obj = *list;
+#endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
   hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
   uintptr_t link = obj->link;

@@ -147,10 +147,10 @@ typedef struct hl_chunk {
   uint8_t in_use;
   uint8_t emptied;                    /* no live object, slots still on the lists (alloc.c) */
   _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
-  /* owner->heap, the one thing free compares with the thread's heap; NULL while abandoned,
-   * while the owner counts statistics, and for pool.h pools (their free takes the full
-   * path, hl_free_other). Written only with owner (hl_chunk_set_owner). */
-  _Atomic(struct hl_heap *) owner_heap;
+  /* the owner thread (hl_thread_self), the one thing free compares with the calling thread;
+   * 0 while abandoned, while the owner counts statistics, and for pool.h pools (their free
+   * takes the full path, hl_free_other). Written only with owner (hl_chunk_set_owner). */
+  _Atomic(uintptr_t) owner_thread;
   struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
   char *bump, *end;                   /* bump region of fresh space */
   char *data;                         /* first object address */
@@ -288,10 +288,25 @@ size_t hl_usable_size_ours(const void *p);
 void *hl_realloc_ours(void *p, size_t size);
 void hl_tpool_destroy(hl_tpool *tp);
 
-/* Sets c's owner (NULL: none) and with it owner_heap. */
+/* The calling thread, as free compares it with a chunk's owner_thread: on x86-64 the thread
+ * pointer (the TCB's self pointer at %fs:0, unique among live threads), which free reads
+ * in the compare itself; the thread's heap took a GOT load more (one instruction per free).
+ * A thread's chunks lose their owner when it exits (hl_tpool_retire), before another thread
+ * can be given its TCB. */
+static inline uintptr_t hl_thread_self(void) {
+#if defined(__x86_64__) && defined(__SEG_FS)
+  return *(const uintptr_t __seg_fs *)0;
+#else
+  return (uintptr_t)hl_tl_heap;
+#endif
+}
+
+/* Sets c's owner (NULL: none) and with it owner_thread; called by the owner thread itself
+ * (it takes a chunk), or with NULL. */
 static inline void hl_chunk_set_owner(hl_chunk *c, hl_tpool *tp, memory_order order) {
-  hl_heap *h = tp != NULL && !tp->counting && tp->heap != HL_HEAP_EXPLICIT ? tp->heap : NULL;
-  atomic_store_explicit(&c->owner_heap, h, memory_order_relaxed);
+  hl_assert(tp == NULL || tp->heap == HL_HEAP_EXPLICIT || tp->heap == hl_tl_heap);
+  uintptr_t t = tp != NULL && !tp->counting && tp->heap != HL_HEAP_EXPLICIT ? hl_thread_self() : 0;
+  atomic_store_explicit(&c->owner_thread, t, memory_order_relaxed);
   atomic_store_explicit(&c->owner, tp, order);
 }
 
@@ -584,7 +599,7 @@ static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *t
 }
 
 /* The owner's free of p in c, of size bytes (0: not known; see hl_free_ours_sized).
- * may_count 0: the caller knows tp does not count statistics (owner_heap was set). */
+ * may_count 0: the caller knows tp does not count statistics (owner_thread was set). */
 static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl_chunk *c, void *p, size_t size,
                                                               int may_count) {
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
@@ -608,22 +623,22 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
     hl_free_slot_local(tp, c, p, cls, 0, may_count);
   }
 }
-/* A free whose chunk's owner_heap is not the thread's heap: another thread's chunk
+/* A free whose chunk's owner_thread is not the calling thread: another thread's chunk
  * (remote), an abandoned one, or the thread's own while statistics are counted. */
 void hl_free_other(hl_chunk *c, void *p, size_t size);
 /* size: the object's size when the caller knows it (a sized delete), else 0; the class is
  * then computed, not read from the chunk's size map (for a random free, one more cache
  * line). Each way has its own copy of the rest, and a bad free leaves by a tail call, so
  * that the entry points stay leaf functions without a frame. Only the owner thread ever
- * finds its own heap in owner_heap (it wrote it), so a relaxed load decides. */
+ * finds itself in owner_thread (it wrote it), so a relaxed load decides. */
 static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, size_t size) {
   hl_chunk *c = hl_chunk_of(p);
-  hl_heap *oh = atomic_load_explicit(&c->owner_heap, memory_order_relaxed);
-  if (HL_UNLIKELY(oh != hl_tl_heap)) {
-    /* another live thread's chunk (a heap there that is not ours: this thread would have
-     * written its own): straight to the remote list, without hl_free_other's second look
-     * at the owner (about 10 instructions per remote free) */
-    if (oh != NULL) hl_free_remote(c, p);
+  uintptr_t ot = atomic_load_explicit(&c->owner_thread, memory_order_relaxed);
+  if (HL_UNLIKELY(ot != hl_thread_self())) {
+    /* another live thread's chunk (this thread would have found itself there): straight
+     * to the remote list, without hl_free_other's second look at the owner (about 10
+     * instructions per remote free) */
+    if (ot != 0) hl_free_remote(c, p);
     else hl_free_other(c, p, size);
     return;
   }
