@@ -26,7 +26,10 @@ def test_classify():
 
 def _counters(p, placed):
     first = {(o.context, o.instance): (o.run, o.id) for o in p.objects}
-    return assign_counters(placed, first, per_context_trace(p), complete_objects(p), PrefixParams())
+    return assign_counters(placed, first, per_context_trace(p), complete_objects(p), SHARE)
+
+
+SHARE = PrefixParams(share_counters=True)
 
 
 def test_one_hot_object_per_site_share_one_counter():
@@ -107,3 +110,11 @@ def test_sharing_needs_a_shorter_rule():
     q = make_profile([(1, 16, 5)] * 4 + [(2, 16, 0)] * 3 + [(2, 16, 5)])
     cs = _counters(q, [(1, i) for i in range(4)] + [(2, 3)])
     assert [c.contexts for c in cs] == [(1,), (2,)]
+
+
+def test_no_sharing_by_default():
+    p = make_profile([(10, 16, 5), (11, 16, 5), (12, 16, 5)])
+    first = {(o.context, o.instance): (o.run, o.id) for o in p.objects}
+    cs = assign_counters([(10, 0), (11, 0), (12, 0)], first, per_context_trace(p), complete_objects(p), PrefixParams())
+    assert [c.contexts for c in cs] == [(10,), (11,), (12,)]
+    assert all(c.pattern.kind == "all" for c in cs)

@@ -84,8 +84,12 @@ def test_variants_end_to_end():
     assert hds.streams.ohds == 1 and hds.streams.rhds == 1
     # hds+hot: the stream first, then the rest in allocation order
     assert [(s.context, s.index, s.offset) for s in both.slots] == [(1, 2, 0), (2, 1, 48), (1, 0, 64)]
-    # one shared counter over ctx 1's and ctx 2's six allocations: the hot ones are its
-    # values 0, 2 and 4, a progression (alone they would be fixed lists {0,2} and {1})
+    rules = {r.context: r for r in both.rules}
+    assert (rules[1].pattern, rules[1].values, rules[2].pattern, rules[2].values) == ("fixed", (0, 2), "fixed", (1,))
+    assert rules[1].counter != rules[2].counter
+    # with shared counters: one over ctx 1's and ctx 2's six allocations; the hot ones are
+    # its values 0, 2 and 4, a progression
+    both = analyze(_stream_profile(), PrefixParams(coverage=0.95, share_counters=True)).layouts["hds+hot"]
     rules = {r.context: r for r in both.rules}
     assert rules[1].counter == rules[2].counter and rules[1].shared
     assert (rules[1].pattern, rules[1].start, rules[1].stride, rules[1].count) == ("regular", 0, 2, 3)
@@ -141,10 +145,18 @@ def test_replay_on_another_input():
     # ctx 2's second object is now a rarely used one of 8 bytes (it still takes its slot)
     other = make_profile([(1, 24, 100), (1, 16, 1), (1, 64, 100), (2, 16, 0), (2, 8, 1), (2, 8, 50)])
     r = replay(lay, p, other)
-    # the shared counter (ctx 1 and 2, values 0, 2, 4): 0 -> (1,0) fits; 2 -> (1,2) 64 > 48;
-    # 4 -> (2,1) 8 <= 16 fits
+    # ctx 1's counter: 0 -> (1,0) fits; 2 -> (1,2) 64 > 48; ctx 2's: 1 -> (2,1) 8 <= 16 fits
     assert (r.placed, r.too_large, r.accesses) == (2, 1, 101)
     assert replay(lay, p, make_profile([(7, 16, 5)])).missing_contexts == 2
+    # a shared counter (values 0, 2, 4 over both contexts) meets another interleaving: ctx 2
+    # allocating first shifts every value, and value 2 now lands on ctx 1's slot from ctx 2
+    shared = analyze(p, PrefixParams(coverage=0.95, share_counters=True)).layouts["hot"]
+    swapped = make_profile([(2, 16, 1), (2, 8, 50), (1, 24, 100), (1, 16, 1), (1, 40, 100), (2, 16, 0)])
+    r = replay(shared, p, swapped)
+    # values in this run: (2,0)=0 meets (1,0)'s slot: another context, refused; (2,1)=1 has
+    # no slot; (1,0)=2 takes (1,2)'s slot (same context, 24 <= 48: placed, though it is not
+    # the object the slot was meant for); (1,2)=4 meets (2,1)'s slot: refused
+    assert (r.placed, r.other_context) == (1, 2)
 
 
 def test_replay_recycled_slots():

@@ -28,12 +28,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-bytes", type=int, default=None, help="cap on the region's size (default: none)")
     ap.add_argument("--hds-max-refs", type=int, default=d.hds_max_refs,
                     help=f"stream references analysed (default {d.hds_max_refs})")
+    ap.add_argument("--share-counters", action="store_true",
+                    help="share a counter between contexts where the shared values form a progression")
     ap.add_argument("--top", type=int, default=10, help="contexts and slots to list (default 10)")
     ap.add_argument("--json", metavar="FILE", help="write the layouts (every slot) as JSON")
     ap.add_argument("--replay", metavar="OTHER", help="another profile of the same binary (another input): "
                     "what each layout would place there")
     args = ap.parse_args(argv)
-    params = replace(d, coverage=args.coverage, max_bytes=args.max_bytes, hds_max_refs=args.hds_max_refs)
+    params = replace(d, coverage=args.coverage, max_bytes=args.max_bytes, hds_max_refs=args.hds_max_refs,
+                     share_counters=args.share_counters)
     try:
         params.check()
         profile = read_profile(args.profile)

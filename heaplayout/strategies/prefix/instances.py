@@ -28,6 +28,10 @@ Contexts are tried in the order of their first hot allocation, each joining the 
 before it when that test passes; groups over `share_max_allocations` allocations, contexts
 lacking some `O` records (hot.complete_objects) and, in a merged profile, groups whose
 values differ between runs are not shared.
+
+Sharing is off by default (`share_counters`): the paper shares to save instrumented code,
+which a preloaded runtime does not pay, and a shared value shifts whenever one of the
+contexts allocates differently on another input (measured in docs/prefix.md).
 """
 
 from __future__ import annotations
@@ -177,7 +181,7 @@ def assign_counters(placed: Sequence[ObjectKey], first_use: dict[ObjectKey, tupl
     groups: list[tuple[list[int], Pattern, dict[ObjectKey, int]]] = []
     for c in contexts:
         own = _own_pattern(c, hot[c], c in complete, per_context, params)
-        if groups and c in complete and all(g in complete for g in groups[-1][0]):
+        if params.share_counters and groups and c in complete and all(g in complete for g in groups[-1][0]):
             members, pattern, _ = groups[-1]
             shared = _try_share(members + [c], hot, per_context, params)
             # shared only where one rule is shorter than the two (module doc)
