@@ -93,7 +93,7 @@ def aggregate(objects: list[Object], skip: set[int] | dict[int, str]) -> dict[Ob
 
 def select_hot(profile: Profile, params: PrefixParams) -> HotSelection:
     """The most accessed eligible ids until their accesses reach `coverage` of all heap
-    accesses (or the eligible ones run out). The byte cap is applied later (cap.py), once
+    accesses (or the eligible ones run out). The byte cap is applied later (layout.py), once
     recycling has said what each object costs in the region."""
     params.check()
     skip = excluded_contexts(profile, params)
