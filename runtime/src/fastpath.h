@@ -71,8 +71,9 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, 
  * the lists only when the owner collects them). NULL: the full path decides. */
 static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_site_cache_entry *e,
                                                                       hl_free_slot **list) {
-  if (list == &hl_no_slot) return NULL;
   hl_tpool *tp = e->tp;
+  /* a site cached as not pooled first: its forward then costs one test here */
+  if (tp == NULL || list == &hl_no_slot) return NULL;
   size_t cls = (size_t)(list - tp->free);
   hl_chunk *c = tp->cur;
   if (HL_UNLIKELY(c == NULL)) return NULL;
@@ -140,10 +141,7 @@ static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.counting); }
  * HL_FORWARD for it, any size) and nothing is counted. Lets malloc and new forward in a
  * tail call with no frame. */
 static inline __attribute__((always_inline)) int hl_site_forwards(uintptr_t ra) {
-  /* the entry is found again, not kept from the pop: keeping it (or the heap pointer, or
-   * the offset) through the pop's bump cost the pop's hit path an instruction */
-  __asm__("" : "+r"(ra));
-  const hl_site_cache_entry *e = hl_site_entry(*(hl_heap *volatile *)&hl_tl_heap, ra);
+  const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
   return e->ra == ra && e->tp == NULL && !hl_counting();
 }
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
