@@ -64,12 +64,12 @@ def _detail(lay: PrefixLayout, profile: Profile, top: int) -> list[str]:
     shared = sum(1 for r in lay.rules if r.shared)
     out = [f"variant {lay.variant}: region {lay.region_bytes} bytes (align {lay.align}), {len(lay.rules)} contexts "
            f"({pats}), {lay.counters} counters, {shared} contexts on a shared counter"]
-    out.append(f"top contexts by accesses in the region:")
+    out.append("top contexts by accesses in the region:")
     for r in sorted(lay.rules, key=lambda r: -r.accesses)[:top]:
         c = profile.contexts.get(r.context)
         where = profile.describe_frame(*c.frames[0]) if c and c.frames else "?"
         out.append(f"  ctx {r.context}: {r.slots} slots, {r.accesses} accesses, {_rule_text(r)}  {where}")
-    out.append(f"first slots (context, instance or recycled index, offset, size):")
+    out.append("first slots (context, instance or recycled index, offset, size):")
     for sl in lay.slots[:top]:
         idx = f"r{sl.index}" if sl.recycled else str(sl.index)
         out.append(f"  ({sl.context}, {idx}, {sl.offset}, {sl.size})")
