@@ -169,3 +169,13 @@ def test_replay_recycled_slots():
     longer = make_profile([(1, 32, 5, 10 * i, 10 * i + 25) for i in range(64)])
     r = replay(lay, p, longer)
     assert r.busy > 0 and r.placed + r.busy == 64
+
+
+def test_a_profile_without_objects_gives_empty_layouts(tmp_path, capsys):
+    p = make_profile([])
+    a = analyze(p)
+    assert all(lay.region_bytes == 0 and lay.slots == [] for lay in a.layouts.values())
+    prof = tmp_path / "empty.prof"
+    write_profile(p, prof)
+    assert main([str(prof)]) == 0
+    assert "hot objects: 0 ids" in capsys.readouterr().out
