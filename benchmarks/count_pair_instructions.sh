@@ -4,11 +4,13 @@
 # pairs minus that of a run of N pairs, divided by N, so that start-up, warm-up and exit
 # cancel out. The benchmark's loop costs 14 instructions per pair in every row (12 in main,
 # 2 in its site_alloc). Usage: benchmarks/count_pair_instructions.sh [N]
+# The build directory is HEAPLAYOUT_BUILD_DIR when set (as for the Python tools), else build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-200000}
-exe=build/benchmarks/malloc_pair
-lib=$PWD/build/runtime/libheaplayout.so
+build=$(realpath "${HEAPLAYOUT_BUILD_DIR:-build}")
+exe=$build/benchmarks/malloc_pair
+lib=$build/runtime/libheaplayout.so
 d=/usr/lib/x86_64-linux-gnu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
