@@ -91,7 +91,7 @@ def per_unit_instructions(argv_of: Callable[[int], list[str]], env_extra: dict[s
 
 def test_a_site_of_varying_sizes_pops_its_class_list_directly(build_dir, runtime_lib, tmp_path):
     """A site that changes its size pops the list of the new size's class inside the
-    site-direct path: its pair costs little more than a one-size pair (68 instructions more
+    site-direct path: its pair costs little more than a one-size pair (65 instructions more
     through the full path before, 14 after)."""
     if shutil.which("valgrind") is None:
         pytest.fail("valgrind is needed (scripts/setup.sh installs it)")
