@@ -282,3 +282,18 @@ def test_optimize_table_counts_only_recommended_strategies_as_gains():
     assert "geometric mean 0.922 over 2 programs" in text  # sqrt(0.85)
     assert "a strategy recommended on 1, at least 10% faster on 1" in text
     assert "| c | optimize failed |" in text
+
+
+def test_coverage_row_compares_the_placed_shares():
+    from benchmarks.real import coverage
+    from heaplayout.placement import Placement
+
+    train = Placement(allocations=1000, bytes=10, grouped=800, grouped_bytes=8, site_pooled=0, walks=10, replays=0)
+    measure = Placement(allocations=4000, bytes=40, grouped=2000, grouped_bytes=20, site_pooled=0, walks=400,
+                        replays=40)
+    r = coverage.row("p", "halo", train, measure)
+    assert abs(r["kept"] - 0.625) < 1e-9  # 50% placed against 80%
+    assert r["measure"]["walk_share"] == 0.1 and r["measure"]["replay_share"] == 0.01
+    assert coverage.row("p", "halo", None, measure)["kept"] is None
+    text = coverage.markdown([r], "cmd")
+    assert "| p | halo | 80.0% | 50.0% | 62% | 10.0% | 1.0% |" in text
