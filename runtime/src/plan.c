@@ -212,11 +212,15 @@ static void scan_done(void) {
 
 /* ---- the rule table ---- */
 
-/* Rules by (first frame, length descending), sorted with hl_plan_sort (plan_parse.c). */
+/* Rules in the order of their frames, a rule before the longer ones it is a prefix of
+ * (sorted with hl_plan_sort, plan_parse.c): the rules that share a chain's first k frames
+ * are then one run, and match_rules narrows it frame by frame. */
 static int rule_before(const void *pa, const void *pb) {
   const plan_rule *a = pa, *b = pb;
-  if (a->frames[0] != b->frames[0]) return a->frames[0] < b->frames[0];
-  return a->nframes > b->nframes;
+  unsigned n = a->nframes < b->nframes ? a->nframes : b->nframes;
+  for (unsigned k = 0; k < n; k++)
+    if (a->frames[k] != b->frames[k]) return a->frames[k] < b->frames[k];
+  return a->nframes < b->nframes;
 }
 _Static_assert(sizeof(plan_rule) <= HL_PLAN_SORT_MAX_ELEMENT, "plan rules fit hl_plan_sort's buffer");
 
@@ -274,9 +278,10 @@ static const rule_table *build_table(void) {
     e->pc = rules[i].frames[0];
     e->rules = &rules[i];
     e->count = j - i;
-    e->depth = rules[i].nframes; /* longest first */
+    e->depth = 0;
+    for (uint32_t q = i; q < j; q++) e->depth = rules[q].nframes > e->depth ? rules[q].nframes : e->depth;
     e->pending = waits && atomic_load_explicit(&plan.npending, memory_order_relaxed) > 0;
-    e->group = rules[j - 1].nframes == 1 ? rules[j - 1].group : 0;
+    e->group = rules[i].nframes == 1 ? rules[i].group : 0; /* a one-frame rule sorts first */
     i = j;
   }
   for (uint32_t i = 0; i < n; i++) /* name each pool by a site of its group */
@@ -544,6 +549,41 @@ static inline chain_set *chain_set_of(uintptr_t ra, uintptr_t caller) {
  * reached a new program frame) and its frames suffice; 0 otherwise. A rule's answer is
  * known once a frame differs from it or all its frames matched, so the deciding frames
  * are the most any rule up to the matching one needed. */
+/* The longest of e's rules that is a prefix of chain[0..n) (NULL: none), and in *need how
+ * many of the chain's frames that took: the frames compared, plus one when the chain ended
+ * while longer rules still matched (a deeper stack could have met one of them). Rules in
+ * [lo, hi) share the chain's first k frames; a one-frame-longer rule equal to that prefix
+ * sorts first in the run (rule_before); each further frame narrows the run by binary search
+ * on frames[k], so a site with hundreds of rules costs a few compares per frame. */
+static const plan_rule *match_rules(const site_entry *e, const uintptr_t *chain, unsigned n, unsigned *need) {
+  const plan_rule *r = e->rules, *best = NULL;
+  uint32_t lo = 0, hi = e->count;
+  *need = 1;
+  for (unsigned k = 1;; k++) {
+    if (lo < hi && r[lo].nframes == k) best = &r[lo++]; /* exactly chain[0..k) */
+    if (lo == hi) break;
+    if (k >= n) { /* the stack ended: longer rules might have matched a deeper one */
+      *need = k + 1;
+      break;
+    }
+    uintptr_t pc = chain[k];
+    uint32_t a = lo, b = hi;
+    while (a < b) { /* first rule with frames[k] >= pc */
+      uint32_t m = a + (b - a) / 2;
+      if (r[m].frames[k] < pc) a = m + 1; else b = m;
+    }
+    uint32_t c = a, d = hi;
+    while (c < d) { /* first rule with frames[k] > pc */
+      uint32_t m = c + (d - c) / 2;
+      if (r[m].frames[k] <= pc) c = m + 1; else d = m;
+    }
+    *need = k + 1;
+    lo = a;
+    hi = c;
+  }
+  return best;
+}
+
 static uint16_t decide(hl_frame f, hl_trace *tr, unsigned *deciding) {
   const site_entry *e = site_of(f.pc);
   uintptr_t chain[MAX_RULE_FRAMES];
@@ -556,20 +596,10 @@ static uint16_t decide(hl_frame f, hl_trace *tr, unsigned *deciding) {
     plain = 0; /* the steps so far left a skipped module */
   }
   unsigned n = hl_unwind_collect(&f, chain, e->depth, tr);
-  uint16_t pool = 0;
-  unsigned need = 1;
   if (HL_UNLIKELY(e->pending)) e = site_awake(e, chain, n); /* a dormant frame's module may have appeared */
-  for (uint32_t i = 0; i < e->count; i++) { /* longest first */
-    const plan_rule *r = &e->rules[i];
-    unsigned k = 1;
-    while (k < r->nframes && k < n && r->frames[k] == chain[k]) k++;
-    unsigned rule_need = k < r->nframes ? k + 1 : r->nframes;
-    need = rule_need > need ? rule_need : need;
-    if (k == r->nframes) {
-      pool = plan.group_pool[r->group];
-      break;
-    }
-  }
+  unsigned need;
+  const plan_rule *r = match_rules(e, chain, n, &need);
+  uint16_t pool = r != NULL ? plan.group_pool[r->group] : 0;
   if (plain && tr->replayable && (unsigned)tr->nsteps + 1 == n && need <= n) *deciding = need - 1;
   return pool;
 }
