@@ -43,10 +43,11 @@ static inline uint16_t rest_pool(uintptr_t ra, size_t size) {
 /* Enters a decided walk into the chain cache (fastpath.h): a node per step, the last with
  * the answer, the others with the rule for the next step. */
 static void remember_chain(hl_heap *heap, uintptr_t ra, const hl_trace *tr, unsigned steps, hl_tpool *tp) {
-  uint64_t key = ra;
+  uint64_t key = ra, slot = ra & 0xfff;
   for (unsigned k = 0; k < steps; k++) {
     key = hl_chain_key(key, tr->step[k].pc);
-    hl_chain_node *n = hl_chain_node_of(heap, key);
+    slot = hl_chain_slot(slot, tr->step[k].pc);
+    hl_chain_node *n = hl_chain_node_of(heap, slot);
     n->key = key;
     if (k + 1 == steps) {
       n->tp = tp;
