@@ -15,9 +15,12 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import plan_prefix
+from .plan_prefix import PrefixRecords
+
 PLAN_MAGIC = "heaplayout-plan"
 PLAN_VERSION = 1
-STRATEGIES = ("halo", "callsite", "hds")
+STRATEGIES = ("halo", "callsite", "hds", "prefix:hot", "prefix:hds", "prefix:hds+hot")
 MIN_CHUNK = 256 * 1024
 MAX_CHUNK = 64 * 1024 * 1024
 MAX_OBJECT_SIZE = 32768
@@ -35,9 +38,10 @@ MAX_U64 = (1 << 64) - 1
 
 # The order records must come in; each record type may repeat only where the doc allows.
 _ORDER = ("heaplayout-plan", "strategy", "chunk_size", "max_object_size", "min_align", "rest", "recursion", "module",
-          "skip", "group", "select", "end")
-_REPEATABLE = {"module", "skip", "group", "select"}
-_OPTIONAL = {"rest", "min_align", "recursion"}  # at most once; absent: "rest allocator", "min_align 16", no collapsing
+          "skip", "group", "select", "prefix_region", "prefix_counter", "prefix_site", "prefix_select", "prefix_slot",
+          "end")
+_REPEATABLE = {"module", "skip", "group", "select", "prefix_counter", "prefix_site", "prefix_select", "prefix_slot"}
+_OPTIONAL = {"rest", "min_align", "recursion", "prefix_region"}  # prefix_region: unless a PreFix record follows  # at most once; absent: "rest allocator", "min_align 16", no collapsing
 RESTS = ("allocator", "callsite")
 _BUILD_ID = re.compile(r"(?:[0-9a-f]{2}){1,64}")
 _NUMBER = re.compile(r"0[xX][0-9a-fA-F]+|[0-9]+")
@@ -87,6 +91,7 @@ class Plan:
     rules: list[SelectRule] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)  # written after the first line
     version: int = PLAN_VERSION
+    prefix: PrefixRecords = field(default_factory=PrefixRecords)  # plan_prefix.py: the PreFix region
 
 
 class PlanError(ValueError):
@@ -198,8 +203,12 @@ def plan_text(plan: Plan) -> str:
     lines += [f"skip {s}" for s in plan.skips]
     lines += [f"group {g.id} {g.contexts} {g.weight}{' packed' if g.packed else ''}" for g in plan.groups]
     lines += [f"select {r.group} {' '.join(map(format_frame, r.frames))}" for r in plan.rules]
+    lines += plan.prefix.lines()
     lines.append("end")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if plan.prefix.region_bytes:  # the PreFix records are checked by the reader itself
+        parse_plan_bytes(text.encode("utf-8"), "<written plan>")
+    return text
 
 
 def write_plan(plan: Plan, path: str | Path) -> None:
@@ -263,20 +272,25 @@ def _arity(line: int, kind: str, fields: list[str], n: int) -> None:
         raise _Refused(line, f"{kind} takes {n} field{'' if n == 1 else 's'}, got {len(fields)}")
 
 
-def _select(line: int, rest: str, plan: Plan) -> SelectRule:
+def _select(line: int, rest: str, plan: Plan, prefix: bool = False) -> SelectRule:
+    """select, or (prefix) prefix_select, whose label is a PreFix site instead of a group."""
+    name, label = ("prefix_select", "site") if prefix else ("select", "group")
     fields = rest.split(" ") if rest else []
     if len(fields) < 2:
-        raise _Refused(line, "select needs a group and at least one frame")
+        raise _Refused(line, f"{name} needs a {label} and at least one frame")
     group = _number(fields[0])
     if group is None:
-        raise _Refused(line, f"select group: '{_show(fields[0])}' is not a number")
-    if group > len(plan.groups):
+        raise _Refused(line, f"{name} {label}: '{_show(fields[0])}' is not a number")
+    if prefix and group > len(plan.prefix.sites):
+        raise _Refused(line, f"prefix_select {_show(fields[0])}: no such site (sites are 1..{len(plan.prefix.sites)}, "
+                       "0 = no site)")
+    if not prefix and group > len(plan.groups):
         raise _Refused(line, f"select {_show(fields[0])}: no such group (groups are 1..{len(plan.groups)}, "
                        "0 = ungrouped)")
     if len(fields) - 1 > MAX_RULE_FRAMES:
-        raise _Refused(line, f"select has {len(fields) - 1} frames, the runtime takes at most {MAX_RULE_FRAMES}")
-    if len(plan.rules) == MAX_RULES:
-        raise _Refused(line, f"too many select records (the runtime takes at most {MAX_RULES})")
+        raise _Refused(line, f"{name} has {len(fields) - 1} frames, the runtime takes at most {MAX_RULE_FRAMES}")
+    if len(plan.prefix.rules if prefix else plan.rules) == MAX_RULES:
+        raise _Refused(line, f"too many {name} records (the runtime takes at most {MAX_RULES})")
     frames = []
     for text in fields[1:]:
         module_text, colon, offset_text = text.partition(":")
@@ -286,7 +300,7 @@ def _select(line: int, rest: str, plan: Plan) -> SelectRule:
         if module is None:
             raise _Refused(line, f"frame module: '{_show(module_text)}' is not a number")
         if module >= len(plan.modules):
-            raise _Refused(line, f"select frame {_show(text)}: no module {_show(module_text)}")
+            raise _Refused(line, f"{name} frame {_show(text)}: no module {_show(module_text)}")
         offset = _hex_offset(offset_text)
         if offset is None:
             raise _Refused(line, f"frame offset: '{_show(offset_text)}' is not hex")
@@ -296,9 +310,11 @@ def _select(line: int, rest: str, plan: Plan) -> SelectRule:
     return SelectRule(group, tuple(frames))
 
 
-def _record(line: int, kind: str, rest: str, plan: Plan) -> None:
+def _record(line: int, kind: str, rest: str, plan: Plan, prefix_state: dict) -> None:
     fields = rest.split(" ") if rest else []
-    if kind == "strategy":
+    if kind.startswith("prefix_"):
+        _prefix_record(line, kind, rest, fields, plan, prefix_state)
+    elif kind == "strategy":
         _arity(line, kind, fields, 1)
         if fields[0] not in STRATEGIES:
             raise _Refused(line, f"strategy '{_show(fields[0])}': expected one of {', '.join(STRATEGIES)}")
@@ -369,6 +385,20 @@ def _record(line: int, kind: str, rest: str, plan: Plan) -> None:
         plan.rules.append(_select(line, rest, plan))
     elif kind == "end":
         _arity(line, kind, fields, 0)
+        plan_prefix.complete(line, len(plan.prefix.counters) + 1, plan.prefix, prefix_state["walk"])
+
+
+def _prefix_record(line: int, kind: str, rest: str, fields: list[str], plan: Plan, state: dict) -> None:
+    if kind == "prefix_region":
+        plan_prefix.parse_region(line, fields, plan.prefix)
+    elif kind == "prefix_counter":
+        plan_prefix.parse_counter(line, fields, plan.prefix, state["ranges"])
+    elif kind == "prefix_site":
+        plan_prefix.parse_site(line, fields, plan.prefix)
+    elif kind == "prefix_select":
+        plan.prefix.rules.append(_select(line, rest, plan, prefix=True))
+    else:
+        plan_prefix.parse_slot(line, fields, plan.prefix, state["walk"])
 
 
 def _parse(data: bytes, plan: Plan) -> None:
@@ -383,6 +413,9 @@ def _parse(data: bytes, plan: Plan) -> None:
     last, ended = -1, False
     rule_lines: dict[tuple[PlanFrame, ...], int] = {}
     repeat: tuple[int, int] | None = None  # (line, first line) of the first chain given twice
+    prule_lines: dict[tuple[PlanFrame, ...], int] = {}
+    prepeat: tuple[int, int] | None = None  # the same for prefix_select
+    prefix_state = {"walk": plan_prefix.SlotWalk(), "ranges": [0]}
     for lineno, line in enumerate(text.split("\n")[:-1], start=1):
         for ch in line:
             if ch == "\r":
@@ -411,21 +444,29 @@ def _parse(data: bytes, plan: Plan) -> None:
         if pos < last or (pos == last and kind not in _REPEATABLE):
             raise _Refused(lineno, f"record '{kind}' out of order (order: {', '.join(_ORDER)})")
         for k in range(last + 1, pos):
-            if _ORDER[k] not in _REPEATABLE | _OPTIONAL:
+            if _ORDER[k] not in _REPEATABLE | _OPTIONAL or (_ORDER[k] == "prefix_region" and kind != "end"):
                 raise _Refused(lineno, f"record '{_ORDER[k]}' missing before '{kind}'")
         last = pos
-        _record(lineno, kind, rest, plan)
+        _record(lineno, kind, rest, plan, prefix_state)
         if kind == "select":
             chain = plan.rules[-1].frames
             if chain in rule_lines and repeat is None:
                 repeat = (lineno, rule_lines[chain])
             rule_lines.setdefault(chain, lineno)
+        if kind == "prefix_select":
+            chain = plan.prefix.rules[-1].frames
+            if chain in prule_lines and prepeat is None:
+                prepeat = (lineno, prule_lines[chain])
+            prule_lines.setdefault(chain, lineno)
         if kind == "end":
             ended = True
     if not ended:
         raise _Refused(0, "truncated (no 'end' record)")
     if repeat is not None:
         raise _Refused(repeat[0], f"select chain given twice (first on line {repeat[1]})")
+    if prepeat is not None:
+        raise _Refused(prepeat[0], f"prefix_select chain given twice (first on line {prepeat[1]})")
+    plan_prefix.check_apart(plan.prefix, prefix_state["walk"])
 
 
 def parse_plan_bytes(data: bytes, name: str = "<plan>") -> Plan:

@@ -669,6 +669,22 @@ uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **
 uint32_t hl_plan_groups(void);
 uint32_t hl_plan_group_max_size(void);
 int hl_plan_group_packed(uint16_t group); /* the plan packs the group (size_class.c) */
+int hl_plan_pc_skipped(uintptr_t pc);     /* pc lies in a module the plan's walks skip */
+
+/* PreFix (prefix.c, docs/prefix.md): the plan's preallocated region and its slots */
+struct hl_plan_spec;
+struct hl_plan_rule_spec;
+struct hl_plan_slot_spec;
+extern int hl_prefix_on; /* a region exists: set once, at plan load */
+int hl_prefix_load(const struct hl_plan_spec *spec, const struct hl_plan_rule_spec *prules,
+                   const struct hl_plan_slot_spec *slots, const uintptr_t *bias, const uint8_t *loaded);
+void *hl_prefix_alloc(size_t size, void *const *fp);  /* the slot of this allocation, or NULL */
+void hl_prefix_count_realloc(void *const *fp);        /* a moving realloc counts at its site */
+int hl_prefix_first_frame(uintptr_t pc);              /* a prefix_select rule starts at pc */
+typedef struct hl_prefix_stats_t {
+  uint64_t region_bytes, slots, taken, refused_site, refused_size, refused_busy, cut, freed, moved, reallocs;
+} hl_prefix_stats_t;
+void hl_prefix_stats(hl_prefix_stats_t *out);
 
 /* reserved pool ids */
 #define HL_POOL_NONE 0

@@ -84,6 +84,12 @@ HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
   int needs_walk;
   hl_frame f = hl_caller_frame(fp);
   uint16_t pool = hl_plan_pool(f, &needs_walk);
+  /* a PreFix site (or a call from a skipped module, which may lead to one) is never cached:
+   * its counter must see every allocation, on the full path (hl_malloc_from) */
+  if (HL_UNLIKELY(hl_prefix_on) && (hl_prefix_first_frame(f.pc) || hl_plan_pc_skipped(f.pc))) {
+    if (pool == 0) pool = rest_pool(f.pc, size);
+    return pool ? tpool_of(heap, pool) : NULL;
+  }
   hl_site_cache_entry *e = hl_site_entry(heap, f.pc);
   if (needs_walk) {
     e->ra = f.pc;
@@ -104,7 +110,13 @@ HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
   return tp;
 }
 
-HL_NOINLINE void *hl_malloc_from(size_t size, void *const *fp) { return hl_malloc_fast(size, fp); }
+HL_NOINLINE void *hl_malloc_from(size_t size, void *const *fp) {
+  if (HL_UNLIKELY(hl_prefix_on)) { /* the full path: a PreFix site's allocations all come here */
+    void *p = hl_prefix_alloc(size, fp);
+    if (p != NULL) return p;
+  }
+  return hl_malloc_fast(size, fp);
+}
 
 void hl_free(void *p) { hl_free_fast(p); }
 
@@ -159,7 +171,8 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
   }
   int policy = hl_policy();
   if (policy >= HL_POLICY_CALLSITE) {
-    void *p = hl_policy_alloc(policy, total, HL_FRAME);
+    void *p = HL_UNLIKELY(hl_prefix_on) ? hl_prefix_alloc(total, HL_FRAME) : NULL; /* a reused slot is not zero */
+    if (p == NULL) p = hl_policy_alloc(policy, total, HL_FRAME);
     if (p != NULL) return memset(p, 0, total);
   } else if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) {
     return hl_bootstrap_alloc(total, HL_GRANULE);
@@ -185,6 +198,7 @@ static int realloc_zero_frees(void) {
 
 static void *realloc_from(void *p, size_t size, void *const *fp) {
   if (p == NULL) return hl_malloc_from(size, fp);
+  if (HL_UNLIKELY(hl_prefix_on) && size != 0) hl_prefix_count_realloc(fp);
   if (hl_is_ours(p)) {
     if (size == 0) { /* whatever the allocator underneath does with realloc(p, 0) */
       hl_free_ours(p);

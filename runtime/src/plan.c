@@ -122,6 +122,7 @@ static const char *base_name(const char *path) {
 }
 
 static int is_skip_pc(uintptr_t pc);
+static const uint8_t *loaded_now(uint32_t n);
 
 static int refuse(const char *path, unsigned line, const char *why) {
   if (line > 0) hl_message("plan %s line %u: %s; running unoptimized", path, line, why);
@@ -421,15 +422,20 @@ int hl_plan_load(const char *path) {
   int ok = 0;
   hl_plan_spec *spec = &mods.spec;
   hl_plan_error err;
-  hl_plan_rule_spec *rules = NULL;
+  hl_plan_rule_spec *rules = NULL, *prules = NULL;
+  hl_plan_slot_spec *slots = NULL;
   /* count the rules, then parse again with room for them */
   if (!hl_plan_parse(text, len, spec, NULL, 0, &err)) {
     refuse(path, err.line, err.reason);
     goto out;
   }
   rules = hl_meta_alloc(sizeof(hl_plan_rule_spec) * (spec->nrules ? spec->nrules : 1));
-  if (rules == NULL || !hl_plan_parse(text, len, spec, rules, spec->nrules, &err)) {
-    refuse(path, err.line, rules ? err.reason : "no memory for its rules");
+  prules = hl_meta_alloc(sizeof(hl_plan_rule_spec) * (spec->nprules ? spec->nprules : 1));
+  slots = hl_meta_alloc(sizeof(hl_plan_slot_spec) * (spec->nslots ? spec->nslots : 1));
+  uint32_t nrules = spec->nrules, nprules = spec->nprules, nslots = spec->nslots;
+  if (rules == NULL || prules == NULL || slots == NULL ||
+      !hl_plan_parse_full(text, len, spec, rules, nrules, prules, nprules, slots, nslots, &err)) {
+    refuse(path, err.line, rules && prules && slots ? err.reason : "no memory for its rules");
     goto out;
   }
   mods.rules = rules;
@@ -490,11 +496,22 @@ int hl_plan_load(const char *path) {
                                                                                  : plan.rest_max_size);
   hl_state.opt.chunk_size = plan.chunk_size;
   if (hl_state.opt.min_align == 0) hl_state.opt.min_align = plan.min_align; /* the environment wins */
+  if (!hl_prefix_load(spec, prules, slots, mods.bias, loaded_now(spec->nmodules))) {
+    refuse(path, 0, "cannot map its PreFix region");
+    goto out;
+  }
   mods.path = path;
   ok = 1;
 out:
   if (len) munmap((void *)text, len);
   return ok;
+}
+
+/* Which plan modules are loaded (for prefix.c's rules). */
+static const uint8_t *loaded_now(uint32_t n) {
+  static uint8_t loaded[HL_PLAN_MAX_MODULES];
+  for (uint32_t i = 0; i < n; i++) loaded[i] = mods.state[i] == MOD_LOADED;
+  return loaded;
 }
 
 /* A plan none of whose modules was ever loaded is for another program: said at exit,
@@ -523,6 +540,7 @@ static inline const site_entry *site_of(uintptr_t pc) {
 }
 
 static int is_skip_pc(uintptr_t pc) { return in_skip(pc); }
+int hl_plan_pc_skipped(uintptr_t pc) { return in_skip(pc); }
 
 /* Decisions that need a walk are cached per thread as recorded walks (hl_trace), keyed by
  * the return address and the caller's return address (one unwind step): a repeat replays

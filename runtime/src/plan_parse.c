@@ -5,6 +5,7 @@
 #include "plan_parse.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -122,15 +123,27 @@ static size_t utf8_error(const unsigned char *s, size_t len) {
 
 /* The order records come in (docs/plan-format.md); the same list is in plan_format.py. */
 enum record { R_MAGIC, R_STRATEGY, R_CHUNK, R_MAX_OBJECT, R_MIN_ALIGN, R_REST, R_RECURSION, R_MODULE, R_SKIP,
-              R_GROUP, R_SELECT, R_END, R_COUNT };
+              R_GROUP, R_SELECT, R_PREFIX_REGION, R_PREFIX_COUNTER, R_PREFIX_SITE, R_PREFIX_SELECT, R_PREFIX_SLOT,
+              R_END, R_COUNT };
 static const char *const record_names[R_COUNT] = {
-    "heaplayout-plan", "strategy", "chunk_size", "max_object_size", "min_align", "rest", "recursion",
-    "module",          "skip",     "group",      "select",          "end"};
+    "heaplayout-plan", "strategy",      "chunk_size",     "max_object_size", "min_align",     "rest",
+    "recursion",       "module",        "skip",           "group",           "select",        "prefix_region",
+    "prefix_counter",  "prefix_site",   "prefix_select",  "prefix_slot",     "end"};
 #define ORDER_TEXT                                                                                        \
   "heaplayout-plan, strategy, chunk_size, max_object_size, min_align, rest, recursion, module, skip, group, " \
-  "select, end"
-static int repeatable(int r) { return r == R_MODULE || r == R_SKIP || r == R_GROUP || r == R_SELECT; }
-static int may_be_absent(int r) { return repeatable(r) || r == R_MIN_ALIGN || r == R_REST || r == R_RECURSION; }
+  "select, prefix_region, prefix_counter, prefix_site, prefix_select, prefix_slot, end"
+static int repeatable(int r) {
+  return r == R_MODULE || r == R_SKIP || r == R_GROUP || r == R_SELECT || r == R_PREFIX_COUNTER ||
+         r == R_PREFIX_SITE || r == R_PREFIX_SELECT || r == R_PREFIX_SLOT;
+}
+static int may_be_absent(int r) {
+  return repeatable(r) || r == R_MIN_ALIGN || r == R_REST || r == R_RECURSION || r == R_PREFIX_REGION;
+}
+/* Record k may be absent before record r: the PreFix records need their region. */
+static int may_be_absent_before(int k, int r) {
+  if (k == R_PREFIX_REGION) return r == R_END;
+  return may_be_absent(k);
+}
 
 typedef struct fields {
   span all[HL_PLAN_MAX_RULE_FRAMES + 2]; /* the first ones; `count` counts them all */
@@ -178,30 +191,39 @@ typedef struct parse_state {
   hl_plan_spec *spec;
   hl_plan_rule_spec *rules;
   uint32_t cap;
+  hl_plan_rule_spec *prules;
+  uint32_t prule_cap;
+  hl_plan_slot_spec *slots;
+  uint32_t slot_cap;
   hl_plan_error *err;
 } parse_state;
 
-static int parse_select(parse_state *st, uint32_t line, span rest) {
+/* select, or (prefix) prefix_select, whose label is a PreFix site instead of a group. */
+static int parse_select(parse_state *st, uint32_t line, span rest, int prefix) {
   hl_plan_spec *spec = st->spec;
   hl_plan_error *err = st->err;
   const char *p = rest.p, *end = rest.p + rest.n;
+  const char *name = prefix ? "prefix_select" : "select";
   uint32_t nfields = 0;
   for (const char *q = p; q < end; q++) nfields += *q == ' ';
   nfields += rest.n > 0;
-  if (nfields < 2) return fail(err, line, "select needs a group and at least one frame");
+  if (nfields < 2) return fail(err, line, "%s needs a %s and at least one frame", name, prefix ? "site" : "group");
   const char *sp = memchr(p, ' ', (size_t)(end - p));
   span g = {p, (size_t)(sp - p)};
   uint64_t group;
   enum number k = number(g, &group);
-  if (k == NUM_BAD) return fail(err, line, "select group: '%s' is not a number", show(g).text);
-  if (k == NUM_TOO_BIG || group > spec->ngroups)
+  if (k == NUM_BAD) return fail(err, line, "%s %s: '%s' is not a number", name, prefix ? "site" : "group", show(g).text);
+  if (prefix && (k == NUM_TOO_BIG || group > spec->nsites))
+    return fail(err, line, "prefix_select %s: no such site (sites are 1..%u, 0 = no site)", show(g).text,
+                spec->nsites);
+  if (!prefix && (k == NUM_TOO_BIG || group > spec->ngroups))
     return fail(err, line, "select %s: no such group (groups are 1..%u, 0 = ungrouped)", show(g).text,
                 spec->ngroups);
   if (nfields - 1 > HL_PLAN_MAX_RULE_FRAMES)
-    return fail(err, line, "select has %u frames, the runtime takes at most %u", nfields - 1,
+    return fail(err, line, "%s has %u frames, the runtime takes at most %u", name, nfields - 1,
                 HL_PLAN_MAX_RULE_FRAMES);
-  if (spec->nrules == HL_PLAN_MAX_RULES)
-    return fail(err, line, "too many select records (the runtime takes at most %u)", HL_PLAN_MAX_RULES);
+  if ((prefix ? spec->nprules : spec->nrules) == HL_PLAN_MAX_RULES)
+    return fail(err, line, "too many %s records (the runtime takes at most %u)", name, HL_PLAN_MAX_RULES);
   hl_plan_rule_spec r;
   r.line = line;
   r.group = (uint16_t)group;
@@ -218,7 +240,7 @@ static int parse_select(parse_state *st, uint32_t line, span rest) {
     k = number(mod, &mi);
     if (k == NUM_BAD) return fail(err, line, "frame module: '%s' is not a number", show(mod).text);
     if (k == NUM_TOO_BIG || mi >= spec->nmodules)
-      return fail(err, line, "select frame %s: no module %s", show(frame).text, show(mod).text);
+      return fail(err, line, "%s frame %s: no module %s", name, show(frame).text, show(mod).text);
     k = hex_offset(off, &offset);
     if (k == NUM_BAD) return fail(err, line, "frame offset: '%s' is not hex", show(off).text);
     if (k == NUM_TOO_BIG || offset > HL_PLAN_MAX_OFFSET)
@@ -228,8 +250,222 @@ static int parse_select(parse_state *st, uint32_t line, span rest) {
     if (stop == end) break;
     p = stop;
   }
-  if (spec->nrules < st->cap) st->rules[spec->nrules] = r;
-  spec->nrules++;
+  if (prefix) {
+    if (spec->nprules < st->prule_cap) st->prules[spec->nprules] = r;
+    spec->nprules++;
+  } else {
+    if (spec->nrules < st->cap) st->rules[spec->nrules] = r;
+    spec->nrules++;
+  }
+  return 1;
+}
+
+/* ---- PreFix records ---- */
+
+#define MAX_VALUE_TEXT "must be 0..4294967295"
+
+/* One space-separated field after another, without a fields array (fixed ranges are many). */
+static span next_field(const char **p, const char *end) {
+  const char *stop = memchr(*p, ' ', (size_t)(end - *p));
+  if (stop == NULL) stop = end;
+  span s = {*p, (size_t)(stop - *p)};
+  *p = stop < end ? stop + 1 : end;
+  return s;
+}
+
+static int parse_counter(parse_state *st, uint32_t line, span rest) {
+  hl_plan_spec *spec = st->spec;
+  hl_plan_error *err = st->err;
+  const char *p = rest.p, *end = rest.p + rest.n;
+  uint32_t nfields = 0;
+  for (const char *q = p; q < end; q++) nfields += *q == ' ';
+  nfields += rest.n > 0;
+  if (nfields < 2) return fail(err, line, "prefix_counter needs an id and a kind");
+  uint64_t v;
+  span id = next_field(&p, end), kind = next_field(&p, end);
+  if (!bounded(err, line, "prefix_counter id", id, spec->ncounters + 1, spec->ncounters + 1,
+               "prefix_counter ids must be 1, 2, 3, ... in order", &v))
+    return 0;
+  if (spec->ncounters == HL_PLAN_MAX_COUNTERS)
+    return fail(err, line, "too many prefix counters (the runtime takes at most %u)", HL_PLAN_MAX_COUNTERS);
+  hl_plan_counter_spec *c = &spec->counters[spec->ncounters + 1];
+  memset(c, 0, sizeof *c);
+  if (span_is(kind, "all") || span_is(kind, "recycle")) {
+    int all = span_is(kind, "all");
+    if (nfields != 3) return fail(err, line, "prefix_counter %s takes a count", all ? "all" : "recycle");
+    if (all && !bounded(err, line, "prefix_counter all", next_field(&p, end), 1, HL_PLAN_MAX_VALUE,
+                        "must be 1..4294967295", &v))
+      return 0;
+    if (!all && !bounded(err, line, "prefix_counter recycle", next_field(&p, end), 1, HL_PLAN_MAX_RECYCLE,
+                         "must be 1..16777216", &v))
+      return 0;
+    c->kind = all ? HL_COUNTER_ALL : HL_COUNTER_RECYCLE;
+    c->count = (uint32_t)v;
+    c->nvalues = v;
+  } else if (span_is(kind, "regular")) {
+    if (nfields < 5 || nfields > 5 + HL_PLAN_MAX_EXTRAS)
+      return fail(err, line, "prefix_counter regular takes START STRIDE COUNT and at most %u extra values",
+                  HL_PLAN_MAX_EXTRAS);
+    uint64_t start, stride, count;
+    if (!bounded(err, line, "prefix_counter start", next_field(&p, end), 0, HL_PLAN_MAX_VALUE, MAX_VALUE_TEXT,
+                 &start) ||
+        !bounded(err, line, "prefix_counter stride", next_field(&p, end), 1, HL_PLAN_MAX_VALUE,
+                 "must be 1..4294967295", &stride) ||
+        !bounded(err, line, "prefix_counter count", next_field(&p, end), 1, HL_PLAN_MAX_VALUE,
+                 "must be 1..4294967295", &count))
+      return 0;
+    if ((count - 1) > (HL_PLAN_MAX_VALUE - start) / stride)
+      return fail(err, line, "prefix_counter regular: the progression passes 4294967295");
+    c->kind = HL_COUNTER_REGULAR;
+    c->start = (uint32_t)start;
+    c->stride = (uint32_t)stride;
+    c->count = (uint32_t)count;
+    for (uint32_t i = 0; i < nfields - 5; i++) {
+      span e = next_field(&p, end);
+      if (!bounded(err, line, "prefix_counter extra", e, 0, HL_PLAN_MAX_VALUE, MAX_VALUE_TEXT, &v)) return 0;
+      if (i > 0 && v <= c->extra[i - 1])
+        return fail(err, line, "prefix_counter extra %s: extra values must be ascending", show(e).text);
+      if (v >= start && (v - start) % stride == 0 && (v - start) / stride < count)
+        return fail(err, line, "prefix_counter extra %s: already in the progression", show(e).text);
+      c->extra[i] = (uint32_t)v;
+      c->nextra++;
+    }
+    c->nvalues = count + c->nextra;
+  } else if (span_is(kind, "fixed")) {
+    if (nfields < 3) return fail(err, line, "prefix_counter fixed needs at least one range");
+    c->kind = HL_COUNTER_FIXED;
+    c->first_range = spec->nranges;
+    for (uint32_t i = 0; i < nfields - 2; i++) {
+      span r = next_field(&p, end);
+      const char *dash = memchr(r.p, '-', r.n);
+      span a = {r.p, dash ? (size_t)(dash - r.p) : r.n}, b = dash ? (span){dash + 1, (size_t)(r.p + r.n - dash - 1)} : a;
+      uint64_t lo, hi;
+      enum number ka = number(a, &lo), kb = number(b, &hi);
+      if (ka == NUM_BAD || kb == NUM_BAD) return fail(err, line, "prefix_counter range: '%s' is not a number or A-B", show(r).text);
+      if (ka == NUM_TOO_BIG || kb == NUM_TOO_BIG || lo > HL_PLAN_MAX_VALUE || hi > HL_PLAN_MAX_VALUE)
+        return fail(err, line, "prefix_counter range %s: values " MAX_VALUE_TEXT, show(r).text);
+      if (lo > hi) return fail(err, line, "prefix_counter range %s: must be A-B with A <= B", show(r).text);
+      if (i > 0 && lo <= spec->range_hi[spec->nranges - 1])
+        return fail(err, line, "prefix_counter range %s: ranges must be ascending and disjoint", show(r).text);
+      if (spec->nranges == HL_PLAN_MAX_RANGES)
+        return fail(err, line, "too many fixed ranges (the runtime takes at most %u)", HL_PLAN_MAX_RANGES);
+      spec->range_lo[spec->nranges] = (uint32_t)lo;
+      spec->range_hi[spec->nranges] = (uint32_t)hi;
+      spec->nranges++;
+      c->count++;
+      c->nvalues += hi - lo + 1;
+    }
+  } else {
+    return fail(err, line, "prefix_counter kind '%s': expected all, regular, fixed or recycle", show(kind).text);
+  }
+  spec->ncounters++;
+  return 1;
+}
+
+/* The slots of one counter come as its values in ascending order: the state of that walk. */
+static void slots_begin(hl_plan_spec *spec, uint32_t counter) {
+  const hl_plan_counter_spec *c = &spec->counters[counter];
+  spec->slot_counter = counter;
+  spec->slot_index = spec->slot_prog = 0;
+  spec->slot_extra = 0;
+  spec->slot_range = c->first_range;
+  spec->slot_next = c->kind == HL_COUNTER_FIXED ? spec->range_lo[c->first_range] : 0;
+}
+
+/* The value the walk expects next (slot_index < nvalues). */
+static uint64_t slots_expected(const hl_plan_spec *spec) {
+  const hl_plan_counter_spec *c = &spec->counters[spec->slot_counter];
+  switch (c->kind) {
+    case HL_COUNTER_REGULAR: {
+      uint64_t prog = spec->slot_prog < c->count ? c->start + spec->slot_prog * c->stride : UINT64_MAX;
+      uint64_t extra = spec->slot_extra < c->nextra ? c->extra[spec->slot_extra] : UINT64_MAX;
+      return prog < extra ? prog : extra;
+    }
+    case HL_COUNTER_FIXED:
+      return spec->slot_next;
+    default:
+      return spec->slot_index;
+  }
+}
+
+static void slots_advance(hl_plan_spec *spec) {
+  const hl_plan_counter_spec *c = &spec->counters[spec->slot_counter];
+  if (c->kind == HL_COUNTER_REGULAR) {
+    uint64_t prog = spec->slot_prog < c->count ? c->start + spec->slot_prog * c->stride : UINT64_MAX;
+    uint64_t extra = spec->slot_extra < c->nextra ? c->extra[spec->slot_extra] : UINT64_MAX;
+    if (prog < extra) spec->slot_prog++;
+    else spec->slot_extra++;
+  } else if (c->kind == HL_COUNTER_FIXED) {
+    if (spec->slot_next == spec->range_hi[spec->slot_range] && spec->slot_range + 1 < c->first_range + c->count) {
+      spec->slot_range++;
+      spec->slot_next = spec->range_lo[spec->slot_range];
+    } else {
+      spec->slot_next++;
+    }
+  }
+  spec->slot_index++;
+}
+
+/* Counters from the current one up to (not including) `upto` must have all their slots. */
+static int slots_complete(hl_plan_spec *spec, uint32_t upto, uint32_t line, hl_plan_error *err) {
+  if (spec->slot_counter >= 1 && spec->slot_counter < upto &&
+      spec->slot_index < spec->counters[spec->slot_counter].nvalues)
+    return fail(err, line, "counter %u has no slot for its value %llu", spec->slot_counter,
+                (unsigned long long)slots_expected(spec));
+  for (uint32_t k = spec->slot_counter + 1; k < upto; k++) {
+    slots_begin(spec, k);
+    return fail(err, line, "counter %u has no slot for its value %llu", k, (unsigned long long)slots_expected(spec));
+  }
+  return 1;
+}
+
+static int parse_slot(parse_state *st, uint32_t line, const fields *f) {
+  hl_plan_spec *spec = st->spec;
+  hl_plan_error *err = st->err;
+  char range[96];
+  uint64_t counter, value, site, offset, size;
+  if (!arity(err, line, R_PREFIX_SLOT, f, 5)) return 0;
+  if (spec->nslots == HL_PLAN_MAX_SLOTS)
+    return fail(err, line, "too many prefix_slot records (the runtime takes at most %u)", HL_PLAN_MAX_SLOTS);
+  snprintf(range, sizeof range, "no such counter (counters are 1..%u)", spec->ncounters);
+  if (!bounded(err, line, "prefix_slot counter", f->all[0], 1, spec->ncounters, range, &counter)) return 0;
+  if (!bounded(err, line, "prefix_slot value", f->all[1], 0, HL_PLAN_MAX_VALUE, MAX_VALUE_TEXT, &value)) return 0;
+  snprintf(range, sizeof range, "no such site (sites are 1..%u)", spec->nsites);
+  if (!bounded(err, line, "prefix_slot site", f->all[2], 1, spec->nsites, range, &site)) return 0;
+  snprintf(range, sizeof range, "outside the region (%u bytes)", spec->region_bytes);
+  if (!bounded(err, line, "prefix_slot offset", f->all[3], 0, spec->region_bytes - 1, range, &offset)) return 0;
+  snprintf(range, sizeof range, "must be 1..%u (the region's bytes)", spec->region_bytes);
+  if (!bounded(err, line, "prefix_slot size", f->all[4], 1, spec->region_bytes, range, &size)) return 0;
+  if (offset % spec->region_align || size % spec->region_align)
+    return fail(err, line, "prefix_slot offset %llu size %llu: not multiples of the region's alignment %u",
+                (unsigned long long)offset, (unsigned long long)size, spec->region_align);
+  if (offset + size > spec->region_bytes)
+    return fail(err, line, "prefix_slot offset %llu size %llu: past the region's end (%u bytes)",
+                (unsigned long long)offset, (unsigned long long)size, spec->region_bytes);
+  if (spec->site_counter[site] != counter)
+    return fail(err, line, "prefix_slot: site %llu counts on counter %u, not %llu", (unsigned long long)site,
+                spec->site_counter[site], (unsigned long long)counter);
+  if (counter < spec->slot_counter)
+    return fail(err, line, "prefix_slot records must be sorted by counter and value (counter %llu after %u)",
+                (unsigned long long)counter, spec->slot_counter);
+  if (counter > spec->slot_counter) {
+    if (!slots_complete(spec, (uint32_t)counter, line, err)) return 0;
+    slots_begin(spec, (uint32_t)counter);
+  }
+  const hl_plan_counter_spec *c = &spec->counters[counter];
+  if (spec->slot_index >= c->nvalues)
+    return fail(err, line, "prefix_slot %llu %llu: counter %llu has only %llu values", (unsigned long long)counter,
+                (unsigned long long)value, (unsigned long long)counter, (unsigned long long)c->nvalues);
+  uint64_t want = slots_expected(spec);
+  if (value != want)
+    return fail(err, line, "prefix_slot %llu %llu: expected value %llu (counter %llu's values, in ascending order)",
+                (unsigned long long)counter, (unsigned long long)value, (unsigned long long)want,
+                (unsigned long long)counter);
+  slots_advance(spec);
+  if (spec->nslots < st->slot_cap)
+    st->slots[spec->nslots] = (hl_plan_slot_spec){line, (uint16_t)counter, (uint16_t)site, (uint32_t)value,
+                                                  (uint32_t)offset, (uint32_t)size};
+  spec->nslots++;
   return 1;
 }
 
@@ -240,8 +476,11 @@ static int parse_record(parse_state *st, int r, uint32_t line, span rest, const 
   switch (r) {
     case R_STRATEGY:
       if (!arity(err, line, r, f, 1)) return 0;
-      if (!span_is(f->all[0], "halo") && !span_is(f->all[0], "callsite") && !span_is(f->all[0], "hds"))
-        return fail(err, line, "strategy '%s': expected one of halo, callsite, hds", show(f->all[0]).text);
+      if (!span_is(f->all[0], "halo") && !span_is(f->all[0], "callsite") && !span_is(f->all[0], "hds") &&
+          !span_is(f->all[0], "prefix:hot") && !span_is(f->all[0], "prefix:hds") &&
+          !span_is(f->all[0], "prefix:hds+hot"))
+        return fail(err, line, "strategy '%s': expected one of halo, callsite, hds, prefix:hot, prefix:hds, prefix:hds+hot",
+                    show(f->all[0]).text);
       memcpy(spec->strategy, f->all[0].p, f->all[0].n);
       spec->strategy[f->all[0].n] = '\0';
       return 1;
@@ -333,9 +572,41 @@ static int parse_record(parse_state *st, int r, uint32_t line, span rest, const 
       return 1;
     }
     case R_SELECT:
-      return parse_select(st, line, rest);
+      return parse_select(st, line, rest, 0);
+    case R_PREFIX_REGION:
+      if (!arity(err, line, r, f, 2)) return 0;
+      if (!bounded(err, line, "prefix_region bytes", f->all[0], 1, HL_PLAN_MAX_REGION, "must be 1..1073741824", &v))
+        return 0;
+      spec->region_bytes = (uint32_t)v;
+      if (!bounded(err, line, "prefix_region align", f->all[1], HL_PLAN_MIN_REGION_ALIGN, HL_PLAN_MAX_REGION_ALIGN,
+                   "must be a power of two from 16 to 4096", &v))
+        return 0;
+      if (v & (v - 1))
+        return fail(err, line, "prefix_region align %s: must be a power of two from 16 to 4096", show(f->all[1]).text);
+      spec->region_align = (uint32_t)v;
+      return 1;
+    case R_PREFIX_COUNTER:
+      return parse_counter(st, line, rest);
+    case R_PREFIX_SITE: {
+      char range[96];
+      if (!arity(err, line, r, f, 2)) return 0;
+      if (!bounded(err, line, "prefix_site id", f->all[0], spec->nsites + 1, spec->nsites + 1,
+                   "prefix_site ids must be 1, 2, 3, ... in order", &v))
+        return 0;
+      if (spec->nsites == HL_PLAN_MAX_SITES)
+        return fail(err, line, "too many prefix sites (the runtime takes at most %u)", HL_PLAN_MAX_SITES);
+      snprintf(range, sizeof range, "no such counter (counters are 1..%u)", spec->ncounters);
+      if (!bounded(err, line, "prefix_site counter", f->all[1], 1, spec->ncounters, range, &v)) return 0;
+      spec->site_counter[++spec->nsites] = (uint16_t)v;
+      return 1;
+    }
+    case R_PREFIX_SELECT:
+      return parse_select(st, line, rest, 1);
+    case R_PREFIX_SLOT:
+      return parse_slot(st, line, f);
     case R_END:
-      return arity(err, line, r, f, 0);
+      if (!arity(err, line, r, f, 0)) return 0;
+      return slots_complete(spec, spec->ncounters + 1, line, err);
     default:
       return fail(err, line, "internal: record %d", r);
   }
@@ -370,7 +641,7 @@ void hl_plan_sort(void *base, uint32_t n, size_t size, int (*before)(const void 
 }
 
 /* The repeat that comes first in the file: the smallest line that repeats an earlier chain. */
-static int check_distinct(hl_plan_rule_spec *rules, uint32_t n, hl_plan_error *err) {
+static int check_distinct(hl_plan_rule_spec *rules, uint32_t n, hl_plan_error *err, const char *name) {
   hl_plan_sort(rules, n, sizeof rules[0], chain_before);
   uint32_t line = 0, first = 0;
   for (uint32_t i = 1; i < n; i++) {
@@ -382,7 +653,32 @@ static int check_distinct(hl_plan_rule_spec *rules, uint32_t n, hl_plan_error *e
       continue; /* a third copy: the second one repeats first */
     if (line == 0 || rules[i].line < line) line = rules[i].line, first = rules[i - 1].line;
   }
-  if (line) return fail(err, line, "select chain given twice (first on line %u)", first);
+  if (line) return fail(err, line, "%s chain given twice (first on line %u)", name, first);
+  return 1;
+}
+
+/* Two slots that overlap: in offset order, the adjacent pair whose later line comes first
+ * (if any two overlap, some adjacent pair does). The slots end in file order again. */
+static int slot_at_before(const void *pa, const void *pb) {
+  const hl_plan_slot_spec *a = pa, *b = pb;
+  return a->offset != b->offset ? a->offset < b->offset : a->line < b->line;
+}
+static int slot_line_before(const void *pa, const void *pb) {
+  return ((const hl_plan_slot_spec *)pa)->line < ((const hl_plan_slot_spec *)pb)->line;
+}
+_Static_assert(sizeof(hl_plan_slot_spec) <= HL_PLAN_SORT_MAX_ELEMENT, "slot specs fit hl_plan_sort's buffer");
+
+static int check_slots_apart(hl_plan_slot_spec *slots, uint32_t n, hl_plan_error *err) {
+  hl_plan_sort(slots, n, sizeof slots[0], slot_at_before);
+  uint32_t line = 0, first = 0;
+  for (uint32_t i = 1; i < n; i++) {
+    if ((uint64_t)slots[i - 1].offset + slots[i - 1].size <= slots[i].offset) continue;
+    uint32_t later = slots[i].line > slots[i - 1].line ? slots[i].line : slots[i - 1].line;
+    uint32_t earlier = slots[i].line > slots[i - 1].line ? slots[i - 1].line : slots[i].line;
+    if (line == 0 || later < line) line = later, first = earlier;
+  }
+  hl_plan_sort(slots, n, sizeof slots[0], slot_line_before);
+  if (line) return fail(err, line, "prefix_slot overlaps the slot on line %u", first);
   return 1;
 }
 
@@ -390,11 +686,18 @@ static int check_distinct(hl_plan_rule_spec *rules, uint32_t n, hl_plan_error *e
 
 int hl_plan_parse(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule_spec *rules, uint32_t cap,
                   hl_plan_error *err) {
-  memset(spec, 0, sizeof *spec);
+  return hl_plan_parse_full(text, len, spec, rules, cap, NULL, 0, NULL, 0, err);
+}
+
+int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule_spec *rules, uint32_t cap,
+                       hl_plan_rule_spec *prules, uint32_t prule_cap, hl_plan_slot_spec *slots, uint32_t slot_cap,
+                       hl_plan_error *err) {
+  /* the tables after the counts are written before they are read: only the rest is cleared */
+  memset(spec, 0, offsetof(hl_plan_spec, site_counter));
   spec->min_align = 16;
   err->line = 0;
   err->reason[0] = '\0';
-  parse_state st = {spec, rules, cap, err};
+  parse_state st = {spec, rules, cap, prules, prule_cap, slots, slot_cap, err};
   if (len == 0) return fail(err, 0, "empty file, not a plan");
   size_t bad = utf8_error((const unsigned char *)text, len);
   if (bad < len) return fail(err, 0, "not UTF-8 text (byte %zu)", bad);
@@ -434,15 +737,17 @@ int hl_plan_parse(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule
     if (r < last || (r == last && !repeatable(r)))
       return fail(err, lineno, "record '%s' out of order (order: " ORDER_TEXT ")", record_names[r]);
     for (int k = last + 1; k < r; k++)
-      if (!may_be_absent(k))
+      if (!may_be_absent_before(k, r))
         return fail(err, lineno, "record '%s' missing before '%s'", record_names[k], record_names[r]);
     last = r;
     fields f;
-    if (r != R_SELECT) split(rest, &f);
+    if (r != R_SELECT && r != R_PREFIX_SELECT && r != R_PREFIX_COUNTER) split(rest, &f);
     if (!parse_record(&st, r, lineno, rest, &f)) return 0;
     if (r == R_END) ended = 1;
   }
   if (!ended) return fail(err, 0, "truncated (no 'end' record)");
-  if (spec->nrules <= cap && !check_distinct(rules, spec->nrules, err)) return 0;
+  if (spec->nrules <= cap && !check_distinct(rules, spec->nrules, err, "select")) return 0;
+  if (spec->nprules <= prule_cap && !check_distinct(prules, spec->nprules, err, "prefix_select")) return 0;
+  if (spec->nslots <= slot_cap && !check_slots_apart(slots, spec->nslots, err)) return 0;
   return 1;
 }

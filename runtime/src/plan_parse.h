@@ -21,6 +21,17 @@
 #define HL_PLAN_MAX_BUILD_ID 64u            /* bytes */
 #define HL_PLAN_MAX_OFFSET ((1ull << 47) - 1) /* x86-64 user addresses have 47 bits */
 #define HL_PLAN_MAX_OBJECT_SIZE 32768u      /* HL_MAX_CLASS_SIZE */
+/* PreFix records (docs/plan-format.md, docs/prefix.md) */
+#define HL_PLAN_MAX_REGION (1u << 30)         /* region bytes */
+#define HL_PLAN_MIN_REGION_ALIGN 16u          /* what malloc guarantees on x86-64 */
+#define HL_PLAN_MAX_REGION_ALIGN 4096u
+#define HL_PLAN_MAX_COUNTERS 4096u            /* contexts with slots: lua5.4 has 187 */
+#define HL_PLAN_MAX_SITES 4096u
+#define HL_PLAN_MAX_RANGES 65536u             /* `fixed` ranges over all counters */
+#define HL_PLAN_MAX_EXTRAS 8u                 /* a `regular` counter's listed values */
+#define HL_PLAN_MAX_SLOTS (1u << 24)
+#define HL_PLAN_MAX_RECYCLE (1u << 24)
+#define HL_PLAN_MAX_VALUE 0xffffffffull       /* counter values are 32 bits */
 
 /* A frame as parsed: module index << 48 | offset (the offset fits: at most 2^47 - 1). */
 #define HL_PLAN_FRAME_SHIFT 48
@@ -50,6 +61,27 @@ typedef struct hl_plan_module_spec {
   char path[HL_PLAN_MAX_PATH + 1];
 } hl_plan_module_spec;
 
+enum hl_plan_counter_kind { HL_COUNTER_ALL = 1, HL_COUNTER_REGULAR, HL_COUNTER_FIXED, HL_COUNTER_RECYCLE };
+
+/* A prefix_counter: which values of it have a slot. all: 0..count-1; regular: start +
+ * k*stride for k < count, and extra[]; fixed: ranges [first_range, first_range + count) of
+ * the spec's range table; recycle: count slots, value mod count. */
+typedef struct hl_plan_counter_spec {
+  uint8_t kind;
+  uint8_t nextra;
+  uint32_t start, stride, count, first_range;
+  uint32_t extra[HL_PLAN_MAX_EXTRAS];
+  uint64_t nvalues; /* the slots it must have */
+} hl_plan_counter_spec;
+
+/* A prefix_slot, in file order (sorted by counter and value). */
+typedef struct hl_plan_slot_spec {
+  uint32_t line;
+  uint16_t counter, site;
+  uint32_t value; /* recycle: the slot number */
+  uint32_t offset, size;
+} hl_plan_slot_spec;
+
 typedef struct hl_plan_spec {
   char strategy[16];
   uint32_t chunk_size, max_object_size;
@@ -60,6 +92,15 @@ typedef struct hl_plan_spec {
   hl_plan_module_spec modules[HL_PLAN_MAX_MODULES];
   char skips[HL_PLAN_MAX_SKIPS][HL_PLAN_MAX_SKIP_NAME + 1];
   uint8_t group_packed[HL_PLAN_MAX_GROUPS + 1]; /* by group id */
+  /* PreFix: region_bytes 0 when the plan has none */
+  uint32_t region_bytes, region_align;
+  uint32_t ncounters, nsites, nranges, nslots, nprules;
+  /* parse state of the slots (the counter whose values come now, and where in them) */
+  uint32_t slot_counter, slot_extra, slot_range;
+  uint64_t slot_index, slot_prog, slot_next;
+  uint16_t site_counter[HL_PLAN_MAX_SITES + 1]; /* by site id */
+  hl_plan_counter_spec counters[HL_PLAN_MAX_COUNTERS + 1]; /* by counter id */
+  uint32_t range_lo[HL_PLAN_MAX_RANGES], range_hi[HL_PLAN_MAX_RANGES];
 } hl_plan_spec;
 
 typedef struct hl_plan_error {
@@ -74,5 +115,13 @@ typedef struct hl_plan_error {
  * the first problem in file order, as heaplayout/plan_format.py reports it. */
 int hl_plan_parse(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule_spec *rules, uint32_t cap,
                   hl_plan_error *err);
+
+/* The same, with room for the PreFix records too: prefix_select rules (group = site) in
+ * prules[0, prule_cap), slots in slots[0, slot_cap), stored as rules are. With room for all
+ * of them, the end also checks that no prefix_select chain repeats and no two slots overlap
+ * (hl_plan_parse leaves those checks out, as it leaves out the rules' when cap is short). */
+int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule_spec *rules, uint32_t cap,
+                       hl_plan_rule_spec *prules, uint32_t prule_cap, hl_plan_slot_spec *slots, uint32_t slot_cap,
+                       hl_plan_error *err);
 
 #endif

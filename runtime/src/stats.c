@@ -166,7 +166,16 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
                (unsigned long long)p->chunks, (unsigned long long)(p->allocs - p->frees), fragmentation(p));
     first = 0;
   }
-  out_printf(&o, "],\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu,"
+  hl_prefix_stats_t px;
+  hl_prefix_stats(&px);
+  out_printf(&o, "],\"prefix\":{\"region_bytes\":%llu,\"slots\":%llu,\"taken\":%llu,\"refused_site\":%llu,"
+             "\"refused_size\":%llu,\"refused_busy\":%llu,\"counters_cut\":%llu,\"freed\":%llu,"
+             "\"moved_by_realloc\":%llu,\"reallocs_counted\":%llu",
+             (unsigned long long)px.region_bytes, (unsigned long long)px.slots, (unsigned long long)px.taken,
+             (unsigned long long)px.refused_site, (unsigned long long)px.refused_size,
+             (unsigned long long)px.refused_busy, (unsigned long long)px.cut, (unsigned long long)px.freed,
+             (unsigned long long)px.moved, (unsigned long long)px.reallocs);
+  out_printf(&o, "},\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu,"
              "\"plan_speculated\":%llu}\n",
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes),
@@ -207,6 +216,16 @@ static void write_table(const pool_totals *t, unsigned npools) {
                all ? 100.0 * (double)walks / (double)all : 0.0, (unsigned long long)walks,
                (unsigned long long)atomic_load(&hl_state.plan_replays), (unsigned long long)plan_speculated());
   }
+  hl_prefix_stats_t px;
+  hl_prefix_stats(&px);
+  if (px.region_bytes)
+    out_printf(&o, "heaplayout: prefix region %llu bytes, %llu slots: %llu objects took a slot; refused %llu "
+               "(another site's slot), %llu (too large), %llu (slot busy); %llu counters cut off; %llu slots freed, "
+               "%llu moved out by realloc\n",
+               (unsigned long long)px.region_bytes, (unsigned long long)px.slots, (unsigned long long)px.taken,
+               (unsigned long long)px.refused_site, (unsigned long long)px.refused_size,
+               (unsigned long long)px.refused_busy, (unsigned long long)px.cut, (unsigned long long)px.freed,
+               (unsigned long long)px.moved);
   if (used == 0) {
     out_flush(&o);
     return;

@@ -34,15 +34,21 @@ int main(int argc, char **argv) {
       status = 2;
       continue;
     }
-    hl_plan_rule_spec *rules = NULL;
+    hl_plan_rule_spec *rules = NULL, *prules = NULL;
+    hl_plan_slot_spec *slots = NULL;
     int ok = hl_plan_parse(text, len, &spec, NULL, 0, &err); /* count, then parse with room */
-    if (ok && spec.nrules > 0) {
-      rules = malloc(sizeof *rules * spec.nrules);
-      ok = hl_plan_parse(text, len, &spec, rules, spec.nrules, &err);
+    if (ok && (spec.nrules > 0 || spec.nprules > 0 || spec.nslots > 0)) {
+      uint32_t n = spec.nrules, np = spec.nprules, ns = spec.nslots;
+      rules = malloc(sizeof *rules * (n ? n : 1));
+      prules = malloc(sizeof *prules * (np ? np : 1));
+      slots = malloc(sizeof *slots * (ns ? ns : 1));
+      ok = hl_plan_parse_full(text, len, &spec, rules, n, prules, np, slots, ns, &err);
     }
     if (ok) printf("%s\tok\t%u\n", argv[i], spec.nrules);
     else printf("%s\terror\t%u\t%s\n", argv[i], err.line, err.reason);
     free(rules);
+    free(prules);
+    free(slots);
     free(text);
   }
   return status;

@@ -1,0 +1,408 @@
+/* PreFix (docs/prefix.md): hot objects at fixed places in one region mapped at start.
+ *
+ * A plan's prefix records name sites (allocation contexts, identified by prefix_select
+ * rules as select's are), a counter per site (or shared by several), and slots: counter
+ * value -> (site, offset, size). Every allocation at a PreFix site increments its counter
+ * (so these sites never get a site-cache entry: interpose.c sends them to the full path
+ * each time); the value's slot is taken when it is this site's, large enough and free (a
+ * CAS, no lock). Anything else goes to the pools or the allocator underneath, so a run that
+ * differs from the profile loses placement, never correctness; a counter refused too often
+ * is cut off for the rest of the run.
+ *
+ * Region pointers are freed through the allocator underneath's entry points, which this
+ * file wraps when a region exists (hl_next_alloc.free, realloc, malloc_usable_size, the sized
+ * deletes): the range test costs nothing on our pools' frees and nothing at all without a
+ * region. */
+#define _GNU_SOURCE
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+#include "plan_parse.h"
+
+/* Divergence: a counter is cut off once it has been refused (wrong site or too large) at
+ * least HL_PREFIX_CUT_MIN times and for at least one in HL_PREFIX_CUT_SHARE of its values
+ * that had a slot (docs/prefix.md's proposal: "one in four"; 64 so that a few outliers of a
+ * long run do not cut a counter that places well). A busy recycled slot is no divergence. */
+#define HL_PREFIX_CUT_MIN 64u
+#define HL_PREFIX_CUT_SHARE 4u
+
+enum { SLOT_FREE = 0, SLOT_TAKEN = 1 };
+
+typedef struct px_counter {
+  _Atomic(uint64_t) next;     /* the next allocation's value */
+  _Atomic(uint32_t) tried;    /* values that had a slot */
+  _Atomic(uint32_t) refused;  /* of those, refused for site or size */
+  _Atomic(uint8_t) cut;
+  uint8_t kind, nextra;
+  uint32_t start, stride, count, first_slot, first_range, nranges;
+  uint32_t extra[HL_PLAN_MAX_EXTRAS];
+} px_counter;
+
+typedef struct px_rule {
+  uint16_t site;
+  uint8_t nframes;
+  uintptr_t frames[HL_PLAN_MAX_RULE_FRAMES]; /* absolute; 0: a module not loaded (matches nothing) */
+} px_rule;
+
+typedef struct px_first {
+  uintptr_t pc;          /* 0: empty */
+  const px_rule *rules;  /* with this first frame, longest first */
+  uint32_t count;
+  uint8_t depth;
+} px_first;
+
+typedef struct px_at {
+  uint32_t offset, slot;
+} px_at;
+
+static struct {
+  uintptr_t base;
+  size_t bytes;
+  uint32_t nslots, ncounters, nsites;
+  uint32_t *offset, *size, *requested;
+  uint16_t *site;
+  _Atomic(uint8_t) *state;
+  px_at *by_offset; /* slots in offset order, for free */
+  px_counter *counters;
+  uint16_t *site_counter;
+  uint32_t *range_lo, *range_hi, *range_rank;
+  px_first *firsts;
+  uint32_t first_mask;
+  /* statistics */
+  _Atomic(uint64_t) taken, refused_site, refused_size, refused_busy, cut, freed, moved, reallocs;
+} px;
+
+int hl_prefix_on;
+
+static struct {
+  void (*free)(void *);
+  void *(*realloc)(void *, size_t);
+  void *(*malloc)(size_t);
+  size_t (*usable)(void *);
+  void (*sized_delete)(void *, size_t);
+  void (*sized_delete_array)(void *, size_t);
+} below;
+
+static inline int in_region(const void *p) { return (uintptr_t)p - px.base < px.bytes; }
+
+/* ---- identification ---- */
+
+static uint32_t pc_hash(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 32); }
+
+static const px_first *first_of(uintptr_t pc) {
+  if (px.firsts == NULL) return NULL;
+  for (uint32_t h = pc_hash(pc) & px.first_mask;; h = (h + 1) & px.first_mask) {
+    const px_first *e = &px.firsts[h];
+    if (e->pc == pc) return e;
+    if (e->pc == 0) return NULL;
+  }
+}
+
+int hl_prefix_first_frame(uintptr_t pc) { return first_of(pc) != NULL; }
+
+/* The PreFix site of the allocation whose entry point's frame is fp; 0: none. The longest
+ * matching rule wins, as for select (plan.c, decide). */
+static uint16_t site_of(void *const *fp) {
+  hl_frame f = hl_caller_frame(fp);
+  const px_first *e = first_of(f.pc);
+  uintptr_t chain[HL_PLAN_MAX_RULE_FRAMES];
+  if (e == NULL) { /* called from a skipped module: find the program's frame */
+    if (!hl_plan_pc_skipped(f.pc)) return 0;
+    if (hl_unwind_collect(&f, chain, 1, NULL) == 0 || (e = first_of(chain[0])) == NULL) return 0;
+  }
+  if (e->depth == 1) return e->rules[e->count - 1].nframes == 1 ? e->rules[e->count - 1].site : 0;
+  unsigned n = hl_unwind_collect(&f, chain, e->depth, NULL);
+  for (uint32_t i = 0; i < e->count; i++) {
+    const px_rule *r = &e->rules[i];
+    unsigned k = 1;
+    while (k < r->nframes && k < n && r->frames[k] == chain[k]) k++;
+    if (k == r->nframes) return r->site;
+  }
+  return 0;
+}
+
+/* ---- counter values -> slots ---- */
+
+/* The rank of v among counter c's values (its slot is first_slot + rank), or -1. */
+static int64_t rank_of(const px_counter *c, uint64_t v) {
+  switch (c->kind) {
+    case HL_COUNTER_ALL:
+      return v < c->count ? (int64_t)v : -1;
+    case HL_COUNTER_RECYCLE:
+      return (int64_t)(v % c->count);
+    case HL_COUNTER_REGULAR: {
+      int member = v >= c->start && (v - c->start) % c->stride == 0 && (v - c->start) / c->stride < c->count;
+      uint64_t below_prog = v <= c->start ? 0 : (v - c->start + c->stride - 1) / c->stride;
+      if (below_prog > c->count) below_prog = c->count;
+      uint32_t below_extra = 0;
+      for (uint32_t i = 0; i < c->nextra; i++) {
+        member |= c->extra[i] == v;
+        below_extra += c->extra[i] < v;
+      }
+      return member ? (int64_t)(below_prog + below_extra) : -1;
+    }
+    case HL_COUNTER_FIXED: {
+      uint32_t lo = c->first_range, hi = c->first_range + c->nranges; /* the range with range_lo <= v */
+      if (v < px.range_lo[lo]) return -1;
+      while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (px.range_lo[mid] <= v) lo = mid;
+        else hi = mid;
+      }
+      return v <= px.range_hi[lo] ? (int64_t)(px.range_rank[lo] + (v - px.range_lo[lo])) : -1;
+    }
+    default:
+      return -1;
+  }
+}
+
+static void refuse(px_counter *c, _Atomic(uint64_t) *why) {
+  atomic_fetch_add_explicit(why, 1, memory_order_relaxed);
+  uint32_t r = atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed) + 1;
+  if (r >= HL_PREFIX_CUT_MIN && (uint64_t)r * HL_PREFIX_CUT_SHARE >= atomic_load_explicit(&c->tried, memory_order_relaxed)) {
+    uint8_t no = 0;
+    if (atomic_compare_exchange_strong(&c->cut, &no, 1)) atomic_fetch_add_explicit(&px.cut, 1, memory_order_relaxed);
+  }
+}
+
+/* Called only while hl_prefix_on: the slot for this allocation, or NULL. */
+void *hl_prefix_alloc(size_t size, void *const *fp) {
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) != HL_POLICY_PLAN) return NULL;
+  uint16_t site = site_of(fp);
+  if (site == 0) return NULL;
+  px_counter *c = &px.counters[px.site_counter[site]];
+  uint64_t v = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+  if (atomic_load_explicit(&c->cut, memory_order_relaxed)) return NULL;
+  int64_t r = rank_of(c, v);
+  if (r < 0) return NULL;
+  uint32_t s = c->first_slot + (uint32_t)r;
+  atomic_fetch_add_explicit(&c->tried, 1, memory_order_relaxed);
+  if (px.site[s] != site) {
+    refuse(c, &px.refused_site);
+    return NULL;
+  }
+  if (size > px.size[s]) {
+    refuse(c, &px.refused_size);
+    return NULL;
+  }
+  uint8_t expected = SLOT_FREE;
+  if (!atomic_compare_exchange_strong_explicit(&px.state[s], &expected, SLOT_TAKEN, memory_order_acquire,
+                                               memory_order_relaxed)) {
+    atomic_fetch_add_explicit(&px.refused_busy, 1, memory_order_relaxed);
+    return NULL;
+  }
+  px.requested[s] = (uint32_t)size;
+  atomic_fetch_add_explicit(&px.taken, 1, memory_order_relaxed);
+  return (void *)(px.base + px.offset[s]);
+}
+
+/* realloc(p, n) with p and n not 0 made a new object in the profile (the profiler's realloc
+ * records one): its site's counter counts it too, although it takes no slot. */
+void hl_prefix_count_realloc(void *const *fp) {
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) != HL_POLICY_PLAN) return;
+  uint16_t site = site_of(fp);
+  if (site == 0) return;
+  atomic_fetch_add_explicit(&px.counters[px.site_counter[site]].next, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&px.reallocs, 1, memory_order_relaxed);
+}
+
+/* ---- region pointers ---- */
+
+/* The slot that starts at p, or aborts as glibc does for a pointer it never returned. */
+static uint32_t slot_at(void *p, const char *func) {
+  uint32_t off = (uint32_t)((uintptr_t)p - px.base), lo = 0, hi = px.nslots;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (px.by_offset[mid].offset < off) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == px.nslots || px.by_offset[lo].offset != off) hl_free_invalid(p, 0, func);
+  return px.by_offset[lo].slot;
+}
+
+static void slot_free(void *p, const char *func) {
+  uint32_t s = slot_at(p, func);
+  if (atomic_exchange_explicit(&px.state[s], SLOT_FREE, memory_order_release) != SLOT_TAKEN)
+    hl_free_invalid(p, HL_SIZEMAP_FREE, func); /* "double free detected" */
+  atomic_fetch_add_explicit(&px.freed, 1, memory_order_relaxed);
+}
+
+static void px_free(void *p) {
+  if (in_region(p)) slot_free(p, "free");
+  else below.free(p);
+}
+
+static void px_sized_delete(void *p, size_t n) {
+  if (in_region(p)) slot_free(p, "free");
+  else below.sized_delete(p, n);
+}
+
+static void px_sized_delete_array(void *p, size_t n) {
+  if (in_region(p)) slot_free(p, "free");
+  else below.sized_delete_array(p, n);
+}
+
+static size_t px_usable(void *p) {
+  if (in_region(p)) {
+    uint32_t s = slot_at(p, "malloc_usable_size");
+    if (atomic_load_explicit(&px.state[s], memory_order_relaxed) != SLOT_TAKEN)
+      hl_free_invalid(p, HL_SIZEMAP_FREE, "malloc_usable_size");
+    return px.size[s];
+  }
+  return below.usable(p);
+}
+
+/* In place while it fits (Figure 6), else it moves to the allocator underneath. */
+static void *px_realloc(void *p, size_t n) {
+  if (!in_region(p)) return below.realloc(p, n);
+  uint32_t s = slot_at(p, "realloc");
+  if (atomic_load_explicit(&px.state[s], memory_order_relaxed) != SLOT_TAKEN) hl_free_invalid(p, HL_SIZEMAP_FREE, "realloc");
+  if (n == 0) { /* whatever the allocator underneath does with realloc(q, 0) */
+    slot_free(p, "realloc");
+    return below.realloc(below.malloc(1), 0);
+  }
+  if (n <= px.size[s]) {
+    px.requested[s] = (uint32_t)n;
+    return p;
+  }
+  void *q = below.malloc(n);
+  if (q == NULL) return NULL; /* p stays valid, as realloc promises */
+  memcpy(q, p, px.requested[s]);
+  slot_free(p, "realloc");
+  atomic_fetch_add_explicit(&px.moved, 1, memory_order_relaxed);
+  return q;
+}
+
+/* ---- loading ---- */
+
+static int rule_longer(const void *pa, const void *pb) {
+  const px_rule *a = pa, *b = pb;
+  if (a->frames[0] != b->frames[0]) return a->frames[0] < b->frames[0];
+  return a->nframes > b->nframes;
+}
+static int at_before(const void *pa, const void *pb) {
+  return ((const px_at *)pa)->offset < ((const px_at *)pb)->offset;
+}
+_Static_assert(sizeof(px_rule) <= HL_PLAN_SORT_MAX_ELEMENT, "rules fit hl_plan_sort's buffer");
+
+int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, const hl_plan_slot_spec *slots,
+                   const uintptr_t *bias, const uint8_t *loaded) {
+  if (spec->region_bytes == 0) return 1;
+  uint32_t n = spec->nslots, nc = spec->ncounters;
+  void *region = mmap(NULL, spec->region_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                      -1, 0);
+  if (region == MAP_FAILED) return 0;
+  px.offset = hl_meta_alloc(sizeof(uint32_t) * (n + 1));
+  px.size = hl_meta_alloc(sizeof(uint32_t) * (n + 1));
+  px.requested = hl_meta_alloc(sizeof(uint32_t) * (n + 1));
+  px.site = hl_meta_alloc(sizeof(uint16_t) * (n + 1));
+  px.state = hl_meta_alloc(n + 1);
+  px.by_offset = hl_meta_alloc(sizeof(px_at) * (n + 1));
+  px.counters = hl_meta_alloc(sizeof(px_counter) * (nc + 1));
+  px.site_counter = hl_meta_alloc(sizeof(uint16_t) * (spec->nsites + 1));
+  px.range_lo = hl_meta_alloc(sizeof(uint32_t) * (spec->nranges + 1));
+  px.range_hi = hl_meta_alloc(sizeof(uint32_t) * (spec->nranges + 1));
+  px.range_rank = hl_meta_alloc(sizeof(uint32_t) * (spec->nranges + 1));
+  if (!px.offset || !px.size || !px.requested || !px.site || !px.state || !px.by_offset || !px.counters ||
+      !px.site_counter || !px.range_lo || !px.range_hi || !px.range_rank)
+    return 0;
+  for (uint32_t i = 0; i < n; i++) { /* file order is (counter, value) order */
+    px.offset[i] = slots[i].offset;
+    px.size[i] = slots[i].size;
+    px.site[i] = slots[i].site;
+    px.by_offset[i] = (px_at){slots[i].offset, i};
+    px_counter *c = &px.counters[slots[i].counter];
+    if (i == 0 || slots[i - 1].counter != slots[i].counter) c->first_slot = i;
+  }
+  hl_plan_sort(px.by_offset, n, sizeof px.by_offset[0], at_before);
+  for (uint32_t k = 1; k <= nc; k++) {
+    const hl_plan_counter_spec *cs = &spec->counters[k];
+    px_counter *c = &px.counters[k];
+    c->kind = cs->kind;
+    c->nextra = cs->nextra;
+    c->start = cs->start;
+    c->stride = cs->stride ? cs->stride : 1;
+    c->count = cs->count;
+    memcpy(c->extra, cs->extra, sizeof c->extra);
+    if (cs->kind == HL_COUNTER_FIXED) {
+      c->first_range = cs->first_range;
+      c->nranges = cs->count;
+      uint32_t rank = 0;
+      for (uint32_t r = cs->first_range; r < cs->first_range + cs->count; r++) {
+        px.range_rank[r] = rank;
+        rank += spec->range_hi[r] - spec->range_lo[r] + 1;
+      }
+    }
+  }
+  memcpy(px.range_lo, spec->range_lo, sizeof(uint32_t) * spec->nranges);
+  memcpy(px.range_hi, spec->range_hi, sizeof(uint32_t) * spec->nranges);
+  memcpy(px.site_counter, spec->site_counter, sizeof(uint16_t) * (spec->nsites + 1));
+
+  /* the rules whose first frame is in a module loaded now; frames further out in a module
+   * not loaded match nothing (PreFix sites of modules loaded later are not placed) */
+  uint32_t nr = 0;
+  for (uint32_t i = 0; i < spec->nprules; i++) nr += loaded[hl_plan_frame_module(prules[i].frames[0])];
+  px_rule *rules = hl_meta_alloc(sizeof(px_rule) * (nr + 1));
+  uint32_t cap = 16;
+  while (cap < 2 * nr) cap <<= 1;
+  px_first *firsts = hl_meta_alloc(sizeof(px_first) * cap);
+  if (rules == NULL || firsts == NULL) return 0;
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < spec->nprules; i++) {
+    if (!loaded[hl_plan_frame_module(prules[i].frames[0])]) continue;
+    px_rule *r = &rules[k++];
+    r->site = prules[i].group;
+    r->nframes = prules[i].nframes;
+    for (unsigned f = 0; f < r->nframes; f++) {
+      uint32_t m = hl_plan_frame_module(prules[i].frames[f]);
+      r->frames[f] = loaded[m] ? bias[m] + (uintptr_t)hl_plan_frame_offset(prules[i].frames[f]) : 0;
+    }
+  }
+  hl_plan_sort(rules, nr, sizeof rules[0], rule_longer);
+  for (uint32_t i = 0; i < nr;) {
+    uint32_t j = i;
+    while (j < nr && rules[j].frames[0] == rules[i].frames[0]) j++;
+    uint32_t h = pc_hash(rules[i].frames[0]) & (cap - 1);
+    while (firsts[h].pc) h = (h + 1) & (cap - 1);
+    firsts[h] = (px_first){rules[i].frames[0], &rules[i], j - i, rules[i].nframes};
+    i = j;
+  }
+  px.firsts = firsts;
+  px.first_mask = cap - 1;
+  px.nslots = n;
+  px.ncounters = nc;
+  px.nsites = spec->nsites;
+  px.base = (uintptr_t)region;
+  px.bytes = spec->region_bytes;
+
+  /* region pointers come back through the allocator underneath's entry points */
+  below.free = hl_next_alloc.free;
+  below.realloc = hl_next_alloc.realloc;
+  below.malloc = hl_next_alloc.malloc;
+  below.usable = hl_next_alloc.malloc_usable_size;
+  below.sized_delete = hl_next_alloc.sized_delete;
+  below.sized_delete_array = hl_next_alloc.sized_delete_array;
+  hl_next_alloc.free = px_free;
+  hl_next_alloc.realloc = px_realloc;
+  if (below.usable) hl_next_alloc.malloc_usable_size = px_usable;
+  if (below.sized_delete) hl_next_alloc.sized_delete = px_sized_delete;
+  if (below.sized_delete_array) hl_next_alloc.sized_delete_array = px_sized_delete_array;
+  /* every allocation at a PreFix site must reach the full path, whatever its size */
+  hl_state.opt.max_size = UINT32_MAX;
+  hl_prefix_on = 1;
+  return 1;
+}
+
+void hl_prefix_stats(hl_prefix_stats_t *out) {
+  out->region_bytes = px.bytes;
+  out->slots = px.nslots;
+  out->taken = atomic_load(&px.taken);
+  out->refused_site = atomic_load(&px.refused_site);
+  out->refused_size = atomic_load(&px.refused_size);
+  out->refused_busy = atomic_load(&px.refused_busy);
+  out->cut = atomic_load(&px.cut);
+  out->freed = atomic_load(&px.freed);
+  out->moved = atomic_load(&px.moved);
+  out->reallocs = atomic_load(&px.reallocs);
+}
