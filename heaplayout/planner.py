@@ -13,7 +13,7 @@ from . import companions, elf, shape, grouping, hds, identify, recursion
 from .plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
 from .profile_format import Profile
 
-STRATEGIES = ("halo", "hds", "callsite")
+STRATEGIES = ("halo", "hds", "callsite", "prefix:hot", "prefix:hds", "prefix:hds+hot")  # prefix: docs/prefix.md
 DEFAULT_CHUNK_SIZE = 1 << 20  # HALO 5.1: grouped objects come from 1 MiB chunks
 DEFAULT_MAX_OBJECT_SIZE = 4096  # HALO 5.1: maximum grouped-object size 4 KiB
 # Where ungrouped objects go. HALO forwards them to the allocator underneath ("allocator").
@@ -157,6 +157,12 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
     hp = hds_params or hds.HdsParams()
     if max_object_size is None:
         max_object_size = profile.header_int("max_object_size", DEFAULT_MAX_OBJECT_SIZE) or DEFAULT_MAX_OBJECT_SIZE
+    if strategy.startswith("prefix:"):  # never modulo recursion: instances count one profiled context
+        from .strategies.prefix.plan import make_prefix_plan
+        usable = usable_contexts(profile)
+        plan, planned = make_prefix_plan(profile, strategy.removeprefix("prefix:"), usable, skip_names(profile),
+                                         chunk_size=chunk_size, max_object_size=max_object_size, source=source)
+        return PlanResult(plan, [], {}, planned.rules, identify.halo_selectors([]), usable)
     # contexts compared modulo recursion (recursion.py), so that a deeper or other path
     # through a recursive function at run time still meets the rules; only when every
     # program module's function table could be read, since the runtime then collapses

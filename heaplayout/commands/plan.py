@@ -111,8 +111,8 @@ def plan_command(args: argparse.Namespace) -> int:
             raise ValueError("dominance must be in (0.5, 1]")
         if not 0 <= args.walk_budget <= 1:
             raise ValueError("walk budget must be in [0, 1]")
-        profile = read_profile(args.inputs[0], with_objects=args.strategy == "hds",
-                               with_stream=args.strategy == "hds")
+        wants_objects = args.strategy == "hds" or args.strategy.startswith("prefix:")
+        profile = read_profile(args.inputs[0], with_objects=wants_objects, with_stream=wants_objects)
         if not profile.complete and not args.allow_incomplete:
             print(f"heaplayout plan: {args.inputs[0]} is incomplete (no END record: the profiled run was "
                   "killed or the file was cut). The affinity and pointer records are written at exit, so a "
@@ -136,7 +136,11 @@ def plan_command(args: argparse.Namespace) -> int:
     print(f"{args.output}: {len(result.groups)} groups ({args.strategy}), {len(t.rules)} rules with "
           f"{t.total_frames} frames; HALO selectors: {result.selectors.terms} terms")
     print(f"  {planner.walk_budget_comment(t.walk_budget)}")
-    if not result.groups:
+    if result.plan.prefix.region_bytes:
+        pre = result.plan.prefix
+        print(f"  prefix region {pre.region_bytes} bytes: {len(pre.slots)} slots, {len(pre.counters)} counters, "
+              f"{len(pre.sites)} sites, {len(pre.rules)} prefix_select rules")
+    elif not result.groups:
         print("heaplayout plan: no group passed the thresholds; the plan groups nothing", file=sys.stderr)
     return 0
 

@@ -111,7 +111,10 @@ HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
 }
 
 HL_NOINLINE void *hl_malloc_from(size_t size, void *const *fp) {
-  if (HL_UNLIKELY(hl_prefix_on)) { /* the full path: a PreFix site's allocations all come here */
+  /* the full path: a PreFix site's allocations all come here, the program's first one too
+   * (it starts the runtime, which may load a region: its counter must count it) */
+  if (HL_UNLIKELY(atomic_load_explicit(&hl_state.policy, memory_order_relaxed) == HL_POLICY_UNINIT)) (void)hl_policy();
+  if (HL_UNLIKELY(hl_prefix_on)) {
     void *p = hl_prefix_alloc(size, fp);
     if (p != NULL) return p;
   }
@@ -169,7 +172,7 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
-  int policy = hl_policy();
+  int policy = hl_policy(); /* before hl_prefix_on: this may be the call that loads the region */
   if (policy >= HL_POLICY_CALLSITE) {
     void *p = HL_UNLIKELY(hl_prefix_on) ? hl_prefix_alloc(total, HL_FRAME) : NULL; /* a reused slot is not zero */
     if (p == NULL) p = hl_policy_alloc(policy, total, HL_FRAME);

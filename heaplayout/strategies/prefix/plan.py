@@ -1,0 +1,108 @@
+"""A PrefixLayout as plan records (docs/plan-format.md: prefix_region, prefix_counter,
+prefix_site, prefix_select, prefix_slot), for `heaplayout plan --strategy prefix:VARIANT`.
+
+Each PreFix context is a site of its own; its rules are the planner's adaptive partial call
+chains (identify.apcc_rules) with every PreFix context its own label and every other
+usable context label 0, exact (dominance 1, no walk budget): an allocation of another
+context counted on a site's counter would shift the values of every later one. Contexts
+are not collapsed modulo recursion, because an instance number counts the allocations of
+one profiled context (docs/prefix.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ... import identify
+from ...plan_format import MAX_RULE_FRAMES, Plan, PlanModule, SelectRule
+from ...plan_prefix import PrefixCounter, PrefixRecords, PrefixSite, PrefixSlot
+from ...profile_format import Profile
+from .analyze import analyze
+from .params import PrefixParams
+from .result import ContextRule, PrefixLayout
+
+
+@dataclass
+class PrefixPlanned:
+    layout: PrefixLayout
+    records: PrefixRecords
+    rules: identify.RuleTable
+    site_of_context: dict[int, int]
+
+
+def _ranges(values: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    out: list[list[int]] = []
+    for v in sorted(values):
+        if out and v == out[-1][1] + 1:
+            out[-1][1] = v
+        else:
+            out.append([v, v])
+    return tuple((a, b) for a, b in out)
+
+
+def counter_record(cid: int, r: ContextRule) -> PrefixCounter:
+    if r.pattern == "recycle":
+        return PrefixCounter(cid, "recycle", r.count)
+    if r.pattern == "all":
+        return PrefixCounter(cid, "all", r.count)
+    if r.pattern == "regular":
+        return PrefixCounter(cid, "regular", r.count, r.start, r.stride, tuple(sorted(r.extra)))
+    return PrefixCounter(cid, "fixed", 0, ranges=_ranges(r.values))
+
+
+def prefix_records(profile: Profile, layout: PrefixLayout, usable: set[int],
+                   module_index: dict[int, int]) -> PrefixPlanned:
+    """The records of one layout; module_index (profile module -> plan module) is extended
+    with the modules the rules name."""
+    from ...planner import plan_frame  # planner imports this module lazily
+    counters: dict[int, int] = {}  # analysis counter id -> dense plan id
+    pre = PrefixRecords(region_bytes=layout.region_bytes, region_align=layout.align)
+    site_of: dict[int, int] = {}
+    for r in sorted(layout.rules, key=lambda r: (r.counter, r.context)):
+        if r.counter not in counters:
+            counters[r.counter] = len(counters) + 1
+            pre.counters.append(counter_record(counters[r.counter], r))
+        site_of[r.context] = len(site_of) + 1
+        pre.sites.append(PrefixSite(site_of[r.context], counters[r.counter]))
+    slots = [PrefixSlot(counters[s.counter], s.index if s.recycled else s.value, site_of[s.context], s.offset, s.size)
+             for s in layout.slots]
+    pre.slots = sorted(slots, key=lambda s: (s.counter, s.value))
+    contexts = [identify.LabelledContext(c.id, tuple(c.frames[:MAX_RULE_FRAMES]), c.accesses, site_of.get(c.id, 0),
+                                         c.objects)
+                for c in profile.contexts.values() if c.id in usable]
+    table = identify.apcc_rules(contexts, 1.0, 1.0)
+    for r in table.rules:
+        for m, _ in r.frames:
+            module_index.setdefault(m, len(module_index))
+    pre.rules = [SelectRule(r.group, tuple((module_index[m], plan_frame(off)) for m, off in r.frames))
+                 for r in table.rules]
+    return PrefixPlanned(layout, pre, table, site_of)
+
+
+def make_prefix_plan(profile: Profile, variant: str, usable: set[int], skips: list[str], *, chunk_size: int,
+                     max_object_size: int, params: PrefixParams | None = None, source: str = "") -> tuple[Plan, PrefixPlanned]:
+    """A plan whose only placement is the PreFix region of `variant` (hot, hds, hds+hot)."""
+    layout = analyze(profile, params, [variant]).layouts[variant]
+    index: dict[int, int] = {}
+    planned = prefix_records(profile, layout, usable, index)
+    plan = Plan(strategy=f"prefix:{variant}", chunk_size=chunk_size, max_object_size=max_object_size)
+    for mid, i in sorted(index.items(), key=lambda kv: kv[1]):
+        mod = profile.modules[mid]
+        plan.modules.append(PlanModule(i, mod.build_id.lower() if mod.build_id else None, mod.path))
+    plan.skips = skips
+    plan.prefix = planned.records
+    st = layout.stats
+    plan.comments = [
+        f"made by heaplayout plan from {source or 'a profile'} (exe {profile.header.get('exe', '?')})",
+        f"prefix:{variant}: region {layout.region_bytes} bytes, {st.slots} slots for {st.objects} profiled objects, "
+        f"{st.coverage:.1%} of heap accesses; {len(pre_counters(planned))} counters, {len(planned.records.sites)} sites, "
+        f"patterns {layout.patterns()}",
+        f"identification: {len(planned.rules.rules)} prefix_select rules ({len(planned.rules.overruled)} contexts "
+        "indistinguishable); contexts not collapsed modulo recursion",
+        f"parameters: {layout.parameters}",
+    ]
+    return plan, planned
+
+
+def pre_counters(planned: PrefixPlanned) -> list[PrefixCounter]:
+    return planned.records.counters
