@@ -262,6 +262,23 @@ def classify(rules: list[Rule], chain: Chain) -> int:
     return group
 
 
+class Classifier:
+    """classify() for many chains: the rules by their frames, each chain's prefixes looked
+    up from the longest rule length down (a dict probe per length, not a scan of every rule)."""
+
+    def __init__(self, rules: list[Rule]):
+        self.by_frames = {r.frames: r.group for r in rules}
+        self.lengths = sorted({len(r.frames) for r in rules}, reverse=True)
+
+    def __call__(self, chain: Chain) -> int:
+        for n in self.lengths:
+            if n <= len(chain):
+                group = self.by_frames.get(chain[:n])
+                if group is not None:
+                    return group
+        return 0
+
+
 # --- HALO selectors (Figure 10) ------------------------------------------------------------
 
 Conjunction = tuple[Frame, ...]  # call sites that must all be on the stack
@@ -308,21 +325,27 @@ def halo_selectors(contexts: list[LabelledContext]) -> SelectorSet:
         if c.group:
             members.setdefault(c.group, []).append(c)
     order = sorted(members, key=lambda g: (-sum(c.accesses for c in members[g]), g))
-    ignore: set[int] = set()
     result = SelectorSet([])
-    site_sets = [(c, set(c.chain)) for c in contexts]
+    # contexts (by index) whose chain has each site, and those of each label: the conflicting
+    # chains of a conjunction are then set intersections, not a scan of every context per site
+    having: dict[Frame, set[int]] = {}
+    of_label: dict[int, set[int]] = {}
+    for i, c in enumerate(contexts):
+        of_label.setdefault(c.group, set()).add(i)
+        for site in set(c.chain):
+            having.setdefault(site, set()).add(i)
+    live = set(range(len(contexts)))  # contexts of labels not yet handled (ungrouped stay)
     for group in order:
-        ignore.add(group)
+        live -= of_label.get(group, set())
         selector = Selector(group, [])
         for member in members[group]:
             expr: list[Frame] = []
             conflicts: int | None = None  # None stands for the figure's infinity
+            chains = live  # the conflicting contexts that have every site of expr
             while conflicts != 0:
-                chains = [sites for c, sites in site_sets
-                          if c.group not in ignore and all(s in sites for s in expr)]
                 best: tuple[int, int, Frame] | None = None
                 for position, site in enumerate(member.chain):
-                    m = sum(1 for sites in chains if site in sites)
+                    m = len(chains & having[site])
                     if best is None or (m, position) < best[:2]:
                         best = (m, position, site)
                 if best is None:
@@ -332,6 +355,7 @@ def halo_selectors(contexts: list[LabelledContext]) -> SelectorSet:
                     break
                 expr.append(site)
                 conflicts = m
+                chains = chains & having[site]
             if conflicts:
                 result.unresolved.append(member.id)
             if expr and tuple(expr) not in selector.terms:

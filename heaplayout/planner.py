@@ -270,9 +270,10 @@ def choose_min_align(wanted: str, modules: list[PlanModule]) -> tuple[int, str]:
 
 def _check_rules(table: identify.RuleTable, contexts: list[identify.LabelledContext]) -> None:
     """Every context must come out of the runtime's matching with the label we meant."""
+    classify = identify.Classifier(table.rules)
     for c in contexts:
         want = table.overruled.get(c.id, (c.group, c.group))[1]
-        got = identify.classify(table.rules, c.chain)
+        got = classify(c.chain)
         if got != want:
             raise AssertionError(f"internal error: rules give context {c.id} group {got}, wanted {want}")
 

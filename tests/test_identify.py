@@ -173,3 +173,20 @@ def test_the_walk_budget_collapses_the_sites_that_lose_least_per_walk() -> None:
     assert none.walk_budget.walking_after == 0 and none.walk_budget.collapsed_sites == 2
     assert identify.classify(none.rules, chain("w b main")) == 1  # the nearest label: most allocations
     assert set(none.overruled) == {2, 4}
+
+
+def test_the_classifier_answers_as_classify_does() -> None:
+    """identify.Classifier (a dict probe per rule length) against classify (a scan of every
+    rule) on random rule tables and chains, including unseen and cut chains."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(200):
+        contexts = [LabelledContext(i, tuple((0, rng.randint(0, 6)) for _ in range(rng.randint(1, 5))),
+                                    rng.randint(0, 100), rng.choice([0, 0, 1, 2, 3]), rng.randint(1, 50))
+                    for i in range(rng.randint(1, 25))]
+        table = identify.apcc_rules(contexts, dominance=rng.choice([1.0, 0.9]))
+        fast = identify.Classifier(table.rules)
+        for c in contexts:
+            for chain in (c.chain, c.chain + ((0, 9),), c.chain[:1], ((0, 8),) + c.chain):
+                assert fast(chain) == identify.classify(table.rules, chain)
