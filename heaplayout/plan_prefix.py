@@ -246,14 +246,14 @@ def parse_slot(line: int, fields: list[str], pre: PrefixRecords, walk: SlotWalk)
 
 
 def check_apart(pre: PrefixRecords, walk: SlotWalk) -> None:
-    """Two slots that overlap: in offset order, the adjacent pair whose later line comes first."""
-    order = sorted(zip(pre.slots, walk.slot_lines), key=lambda sl: (sl[0].offset, sl[1]))
-    best: tuple[int, int] | None = None
-    for (a, la), (b, lb) in zip(order, order[1:]):
-        if a.offset + a.size <= b.offset:
-            continue
-        later, earlier = max(la, lb), min(la, lb)
-        if best is None or later < best[0]:
-            best = (later, earlier)
-    if best is not None:
-        raise _refused(best[0], f"prefix_slot overlaps the slot on line {best[1]}")
+    """Slots that overlap: the first slot in file order that covers a granule an earlier one
+    covers; the message names that earlier slot (plan_parse.c, hl_plan_check_slots)."""
+    if not pre.slots:
+        return
+    owner: dict[int, int] = {}
+    align = pre.region_align
+    for i, s in enumerate(pre.slots):
+        for g in range(s.offset // align, (s.offset + s.size) // align):
+            if g in owner:
+                raise _refused(walk.slot_lines[i], f"prefix_slot overlaps the slot on line {walk.slot_lines[owner[g]]}")
+            owner[g] = i

@@ -677,10 +677,12 @@ struct hl_plan_rule_spec;
 struct hl_plan_slot_spec;
 extern int hl_prefix_on; /* a region exists: set once, at plan load */
 int hl_prefix_load(const struct hl_plan_spec *spec, const struct hl_plan_rule_spec *prules,
-                   const struct hl_plan_slot_spec *slots, const uintptr_t *bias, const uint8_t *loaded);
+                   const struct hl_plan_slot_spec *slots, uint32_t *owner, const uintptr_t *bias,
+                   const uint8_t *loaded);
 void *hl_prefix_alloc(size_t size, void *const *fp);  /* the slot of this allocation, or NULL */
 void hl_prefix_count_realloc(void *const *fp);        /* a moving realloc counts at its site */
-int hl_prefix_first_frame(uintptr_t pc);              /* a prefix_select rule starts at pc */
+int hl_prefix_first_frame(uintptr_t pc);  /* a rule of a site whose counter may still place starts at pc */
+int hl_prefix_live(void);                 /* some counter may still place */
 typedef struct hl_prefix_stats_t {
   uint64_t region_bytes, slots, taken, refused_site, refused_size, refused_busy, cut, freed, moved, reallocs;
 } hl_prefix_stats_t;

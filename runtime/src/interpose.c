@@ -84,9 +84,11 @@ HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
   int needs_walk;
   hl_frame f = hl_caller_frame(fp);
   uint16_t pool = hl_plan_pool(f, &needs_walk);
-  /* a PreFix site (or a call from a skipped module, which may lead to one) is never cached:
-   * its counter must see every allocation, on the full path (hl_malloc_from) */
-  if (HL_UNLIKELY(hl_prefix_on) && (hl_prefix_first_frame(f.pc) || hl_plan_pc_skipped(f.pc))) {
+  /* a PreFix site (or a call from a skipped module, which may lead to one) is not cached
+   * while its counter may still place: the counter must see every allocation, on the full
+   * path (hl_malloc_from); past its last value the site is cached as any other */
+  if (HL_UNLIKELY(hl_prefix_on) &&
+      (hl_prefix_first_frame(f.pc) || (hl_plan_pc_skipped(f.pc) && hl_prefix_live()))) {
     if (pool == 0) pool = rest_pool(f.pc, size);
     return pool ? tpool_of(heap, pool) : NULL;
   }

@@ -424,15 +424,15 @@ int hl_plan_load(const char *path) {
   hl_plan_error err;
   hl_plan_rule_spec *rules = NULL, *prules = NULL;
   hl_plan_slot_spec *slots = NULL;
-  /* count the rules, then parse again with room for them */
-  if (!hl_plan_parse(text, len, spec, NULL, 0, &err)) {
-    refuse(path, err.line, err.reason);
-    goto out;
-  }
-  rules = hl_meta_alloc(sizeof(hl_plan_rule_spec) * (spec->nrules ? spec->nrules : 1));
-  prules = hl_meta_alloc(sizeof(hl_plan_rule_spec) * (spec->nprules ? spec->nprules : 1));
-  slots = hl_meta_alloc(sizeof(hl_plan_slot_spec) * (spec->nslots ? spec->nslots : 1));
-  uint32_t nrules = spec->nrules, nprules = spec->nprules, nslots = spec->nslots;
+  /* one parse, with room for a record of each kind per line (metadata is mapped without
+   * reserve: what is not written costs nothing); a PreFix plan may have 2^24 slot lines */
+  size_t lines = 1;
+  for (const char *q = text, *e = text + len; (q = memchr(q, '\n', (size_t)(e - q))) != NULL; q++) lines++;
+  uint32_t nrules = lines < HL_PLAN_MAX_RULES ? (uint32_t)lines : HL_PLAN_MAX_RULES;
+  uint32_t nprules = nrules, nslots = lines < HL_PLAN_MAX_SLOTS ? (uint32_t)lines : HL_PLAN_MAX_SLOTS;
+  rules = hl_meta_alloc(sizeof(hl_plan_rule_spec) * nrules);
+  prules = hl_meta_alloc(sizeof(hl_plan_rule_spec) * nprules);
+  slots = hl_meta_alloc(sizeof(hl_plan_slot_spec) * nslots);
   if (rules == NULL || prules == NULL || slots == NULL ||
       !hl_plan_parse_full(text, len, spec, rules, nrules, prules, nprules, slots, nslots, &err)) {
     refuse(path, err.line, rules && prules && slots ? err.reason : "no memory for its rules");
@@ -496,7 +496,15 @@ int hl_plan_load(const char *path) {
                                                                                  : plan.rest_max_size);
   hl_state.opt.chunk_size = plan.chunk_size;
   if (hl_state.opt.min_align == 0) hl_state.opt.min_align = plan.min_align; /* the environment wins */
-  if (!hl_prefix_load(spec, prules, slots, mods.bias, loaded_now(spec->nmodules))) {
+  uint32_t *owner = NULL; /* the slots' granules, checked apart (plan_parse.h), then prefix.c's */
+  if (spec->region_bytes) {
+    owner = hl_meta_alloc(sizeof(uint32_t) * (spec->region_bytes / spec->region_align + 1));
+    if (owner == NULL || !hl_plan_check_slots(spec, slots, owner, &err)) {
+      refuse(path, owner ? err.line : 0, owner ? err.reason : "no memory for its PreFix slots");
+      goto out;
+    }
+  }
+  if (!hl_prefix_load(spec, prules, slots, owner, mods.bias, loaded_now(spec->nmodules))) {
     refuse(path, 0, "cannot map its PreFix region");
     goto out;
   }

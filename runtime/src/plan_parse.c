@@ -129,6 +129,7 @@ static const char *const record_names[R_COUNT] = {
     "heaplayout-plan", "strategy",      "chunk_size",     "max_object_size", "min_align",     "rest",
     "recursion",       "module",        "skip",           "group",           "select",        "prefix_region",
     "prefix_counter",  "prefix_site",   "prefix_select",  "prefix_slot",     "end"};
+static const uint8_t record_len[R_COUNT] = {15, 8, 10, 15, 9, 4, 9, 6, 4, 5, 6, 13, 14, 11, 13, 11, 3};
 #define ORDER_TEXT                                                                                        \
   "heaplayout-plan, strategy, chunk_size, max_object_size, min_align, rest, recursion, module, skip, group, " \
   "select, prefix_region, prefix_counter, prefix_site, prefix_select, prefix_slot, end"
@@ -176,6 +177,18 @@ static int bounded(hl_plan_error *err, uint32_t line, const char *what, span s, 
   if (k == NUM_BAD) return fail(err, line, "%s: '%s' is not a number", what, show(s).text);
   if (k == NUM_TOO_BIG || *out < lo || *out > hi) return fail(err, line, "%s %s: %s", what, show(s).text, range);
   return 1;
+}
+
+/* bounded() whose message needs the numbers of the moment: formatted only on failure
+ * (a plan has up to 2^24 slot records; formatting each one's range cost most of a parse). */
+static int bounded_fmt(hl_plan_error *err, uint32_t line, const char *what, span s, uint64_t lo, uint64_t hi,
+                       uint64_t *out, const char *fmt, unsigned arg) __attribute__((format(printf, 8, 0)));
+static int bounded_fmt(hl_plan_error *err, uint32_t line, const char *what, span s, uint64_t lo, uint64_t hi,
+                       uint64_t *out, const char *fmt, unsigned arg) {
+  if (number(s, out) == NUM_OK && *out >= lo && *out <= hi) return 1;
+  char range[96];
+  snprintf(range, sizeof range, fmt, arg);
+  return bounded(err, line, what, s, lo, hi, range, out);
 }
 
 static int lower_hex_bytes(span s, uint8_t *out, uint32_t *len) {
@@ -422,20 +435,23 @@ static int slots_complete(hl_plan_spec *spec, uint32_t upto, uint32_t line, hl_p
 static int parse_slot(parse_state *st, uint32_t line, const fields *f) {
   hl_plan_spec *spec = st->spec;
   hl_plan_error *err = st->err;
-  char range[96];
   uint64_t counter, value, site, offset, size;
   if (!arity(err, line, R_PREFIX_SLOT, f, 5)) return 0;
   if (spec->nslots == HL_PLAN_MAX_SLOTS)
     return fail(err, line, "too many prefix_slot records (the runtime takes at most %u)", HL_PLAN_MAX_SLOTS);
-  snprintf(range, sizeof range, "no such counter (counters are 1..%u)", spec->ncounters);
-  if (!bounded(err, line, "prefix_slot counter", f->all[0], 1, spec->ncounters, range, &counter)) return 0;
+  if (!bounded_fmt(err, line, "prefix_slot counter", f->all[0], 1, spec->ncounters, &counter,
+                   "no such counter (counters are 1..%u)", spec->ncounters))
+    return 0;
   if (!bounded(err, line, "prefix_slot value", f->all[1], 0, HL_PLAN_MAX_VALUE, MAX_VALUE_TEXT, &value)) return 0;
-  snprintf(range, sizeof range, "no such site (sites are 1..%u)", spec->nsites);
-  if (!bounded(err, line, "prefix_slot site", f->all[2], 1, spec->nsites, range, &site)) return 0;
-  snprintf(range, sizeof range, "outside the region (%u bytes)", spec->region_bytes);
-  if (!bounded(err, line, "prefix_slot offset", f->all[3], 0, spec->region_bytes - 1, range, &offset)) return 0;
-  snprintf(range, sizeof range, "must be 1..%u (the region's bytes)", spec->region_bytes);
-  if (!bounded(err, line, "prefix_slot size", f->all[4], 1, spec->region_bytes, range, &size)) return 0;
+  if (!bounded_fmt(err, line, "prefix_slot site", f->all[2], 1, spec->nsites, &site, "no such site (sites are 1..%u)",
+                   spec->nsites))
+    return 0;
+  if (!bounded_fmt(err, line, "prefix_slot offset", f->all[3], 0, spec->region_bytes - 1, &offset,
+                   "outside the region (%u bytes)", spec->region_bytes))
+    return 0;
+  if (!bounded_fmt(err, line, "prefix_slot size", f->all[4], 1, spec->region_bytes, &size,
+                   "must be 1..%u (the region's bytes)", spec->region_bytes))
+    return 0;
   if (offset % spec->region_align || size % spec->region_align)
     return fail(err, line, "prefix_slot offset %llu size %llu: not multiples of the region's alignment %u",
                 (unsigned long long)offset, (unsigned long long)size, spec->region_align);
@@ -657,28 +673,16 @@ static int check_distinct(hl_plan_rule_spec *rules, uint32_t n, hl_plan_error *e
   return 1;
 }
 
-/* Two slots that overlap: in offset order, the adjacent pair whose later line comes first
- * (if any two overlap, some adjacent pair does). The slots end in file order again. */
-static int slot_at_before(const void *pa, const void *pb) {
-  const hl_plan_slot_spec *a = pa, *b = pb;
-  return a->offset != b->offset ? a->offset < b->offset : a->line < b->line;
-}
-static int slot_line_before(const void *pa, const void *pb) {
-  return ((const hl_plan_slot_spec *)pa)->line < ((const hl_plan_slot_spec *)pb)->line;
-}
-_Static_assert(sizeof(hl_plan_slot_spec) <= HL_PLAN_SORT_MAX_ELEMENT, "slot specs fit hl_plan_sort's buffer");
-
-static int check_slots_apart(hl_plan_slot_spec *slots, uint32_t n, hl_plan_error *err) {
-  hl_plan_sort(slots, n, sizeof slots[0], slot_at_before);
-  uint32_t line = 0, first = 0;
-  for (uint32_t i = 1; i < n; i++) {
-    if ((uint64_t)slots[i - 1].offset + slots[i - 1].size <= slots[i].offset) continue;
-    uint32_t later = slots[i].line > slots[i - 1].line ? slots[i].line : slots[i - 1].line;
-    uint32_t earlier = slots[i].line > slots[i - 1].line ? slots[i - 1].line : slots[i].line;
-    if (line == 0 || later < line) line = later, first = earlier;
-  }
-  hl_plan_sort(slots, n, sizeof slots[0], slot_line_before);
-  if (line) return fail(err, line, "prefix_slot overlaps the slot on line %u", first);
+/* Slots that overlap: the first slot in file order that covers a granule an earlier slot
+ * covers; the message names that earlier slot. One pass over the granules the slots cover. */
+int hl_plan_check_slots(const hl_plan_spec *spec, const hl_plan_slot_spec *slots, uint32_t *owner,
+                        hl_plan_error *err) {
+  unsigned shift = (unsigned)__builtin_ctz(spec->region_align ? spec->region_align : 16);
+  for (uint32_t i = 0; i < spec->nslots; i++)
+    for (uint32_t g = slots[i].offset >> shift, end = (slots[i].offset + slots[i].size) >> shift; g < end; g++) {
+      if (owner[g]) return fail(err, slots[i].line, "prefix_slot overlaps the slot on line %u", slots[owner[g] - 1].line);
+      owner[g] = i + 1;
+    }
   return 1;
 }
 
@@ -710,10 +714,12 @@ int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan
     span ln = {p, (size_t)(nl - p)};
     p = nl + 1;
     lineno++;
+    int two_spaces = 0; /* found here rather than by a memmem per line (plans have 2^24 slot lines) */
     for (size_t i = 0; i < ln.n; i++) {
       unsigned char c = (unsigned char)ln.p[i];
       if (c == '\r') return fail(err, lineno, "carriage return in the line (the plan must have LF line ends)");
       if (c < 0x20 || c == 0x7f) return fail(err, lineno, "control character 0x%02x in the line", c);
+      two_spaces |= c == ' ' && i > 0 && ln.p[i - 1] == ' ';
     }
     if (lineno == 1) {
       if (span_is(ln, "heaplayout-plan 1")) {
@@ -726,13 +732,13 @@ int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan
     }
     if (ln.n == 0 || ln.p[0] == '#') continue;
     if (ended) return fail(err, lineno, "text after 'end'");
-    if (ln.p[0] == ' ' || ln.p[ln.n - 1] == ' ' || memmem(ln.p, ln.n, "  ", 2) != NULL)
+    if (ln.p[0] == ' ' || ln.p[ln.n - 1] == ' ' || two_spaces)
       return fail(err, lineno, "fields must be separated by single spaces");
     const char *sp = memchr(ln.p, ' ', ln.n);
     span kind = {ln.p, sp ? (size_t)(sp - ln.p) : ln.n};
     span rest = sp ? (span){sp + 1, (size_t)(ln.p + ln.n - sp - 1)} : (span){ln.p + ln.n, 0};
     int r = 0;
-    while (r < R_COUNT && !span_is(kind, record_names[r])) r++;
+    while (r < R_COUNT && (kind.n != record_len[r] || memcmp(kind.p, record_names[r], kind.n) != 0)) r++;
     if (r == R_COUNT) return fail(err, lineno, "unknown record '%s'", show(kind).text);
     if (r < last || (r == last && !repeatable(r)))
       return fail(err, lineno, "record '%s' out of order (order: " ORDER_TEXT ")", record_names[r]);
@@ -748,6 +754,5 @@ int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan
   if (!ended) return fail(err, 0, "truncated (no 'end' record)");
   if (spec->nrules <= cap && !check_distinct(rules, spec->nrules, err, "select")) return 0;
   if (spec->nprules <= prule_cap && !check_distinct(prules, spec->nprules, err, "prefix_select")) return 0;
-  if (spec->nslots <= slot_cap && !check_slots_apart(slots, spec->nslots, err)) return 0;
   return 1;
 }

@@ -118,10 +118,16 @@ int hl_plan_parse(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule
 
 /* The same, with room for the PreFix records too: prefix_select rules (group = site) in
  * prules[0, prule_cap), slots in slots[0, slot_cap), stored as rules are. With room for all
- * of them, the end also checks that no prefix_select chain repeats and no two slots overlap
- * (hl_plan_parse leaves those checks out, as it leaves out the rules' when cap is short). */
+ * of them, the end also checks that no prefix_select chain repeats (hl_plan_parse leaves
+ * that out, as it leaves out the rules' when cap is short). A valid plan with slots must then
+ * pass hl_plan_check_slots, the last check of all. */
 int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan_rule_spec *rules, uint32_t cap,
                        hl_plan_rule_spec *prules, uint32_t prule_cap, hl_plan_slot_spec *slots, uint32_t slot_cap,
                        hl_plan_error *err);
+
+/* No two slots overlap. owner: region_bytes / region_align entries, zero; on success each
+ * granule a slot covers holds 1 + the slot's index (prefix.c finds a freed slot by it). */
+int hl_plan_check_slots(const hl_plan_spec *spec, const hl_plan_slot_spec *slots, uint32_t *owner,
+                        hl_plan_error *err);
 
 #endif

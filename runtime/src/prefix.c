@@ -37,6 +37,7 @@ typedef struct px_counter {
   uint8_t kind, nextra;
   uint32_t start, stride, count, first_slot, first_range, nranges;
   uint32_t extra[HL_PLAN_MAX_EXTRAS];
+  uint64_t last; /* its largest value with a slot; UINT64_MAX for recycle */
 } px_counter;
 
 typedef struct px_rule {
@@ -52,10 +53,6 @@ typedef struct px_first {
   uint8_t depth;
 } px_first;
 
-typedef struct px_at {
-  uint32_t offset, slot;
-} px_at;
-
 static struct {
   uintptr_t base;
   size_t bytes;
@@ -63,12 +60,14 @@ static struct {
   uint32_t *offset, *size, *requested;
   uint16_t *site;
   _Atomic(uint8_t) *state;
-  px_at *by_offset; /* slots in offset order, for free */
+  uint32_t *owner;      /* per align-sized granule of the region: 1 + the slot covering it, 0 none */
+  uint32_t align_shift;
   px_counter *counters;
   uint16_t *site_counter;
   uint32_t *range_lo, *range_hi, *range_rank;
   px_first *firsts;
   uint32_t first_mask;
+  _Atomic(uint32_t) live; /* counters neither past their last value nor cut off */
   /* statistics */
   _Atomic(uint64_t) taken, refused_site, refused_size, refused_busy, cut, freed, moved, reallocs;
 } px;
@@ -99,19 +98,45 @@ static const px_first *first_of(uintptr_t pc) {
   }
 }
 
-int hl_prefix_first_frame(uintptr_t pc) { return first_of(pc) != NULL; }
+/* pc begins a rule of a PreFix site whose counter may still place objects: its allocations
+ * must keep taking the full path. A counter past its last value, or cut off, places nothing
+ * more, so its sites may then be cached like any other (the fast path comes back). */
+int hl_prefix_live(void) { return atomic_load_explicit(&px.live, memory_order_relaxed) != 0; }
+
+int hl_prefix_first_frame(uintptr_t pc) {
+  const px_first *e = first_of(pc);
+  if (e == NULL) return 0;
+  for (uint32_t i = 0; i < e->count; i++) {
+    if (e->rules[i].site == 0) continue;
+    const px_counter *c = &px.counters[px.site_counter[e->rules[i].site]];
+    if (!atomic_load_explicit(&c->cut, memory_order_relaxed) &&
+        atomic_load_explicit(&c->next, memory_order_relaxed) <= c->last)
+      return 1;
+  }
+  return 0;
+}
+
+/* The last return address this thread identified by itself alone (a depth-1 entry): a
+ * recycled site allocates from one return address over and over. */
+static __thread uintptr_t last_pc __attribute__((tls_model("initial-exec")));
+static __thread uint16_t last_site __attribute__((tls_model("initial-exec")));
 
 /* The PreFix site of the allocation whose entry point's frame is fp; 0: none. The longest
  * matching rule wins, as for select (plan.c, decide). */
 static uint16_t site_of(void *const *fp) {
   hl_frame f = hl_caller_frame(fp);
+  if (f.pc == last_pc) return last_site;
   const px_first *e = first_of(f.pc);
   uintptr_t chain[HL_PLAN_MAX_RULE_FRAMES];
   if (e == NULL) { /* called from a skipped module: find the program's frame */
     if (!hl_plan_pc_skipped(f.pc)) return 0;
     if (hl_unwind_collect(&f, chain, 1, NULL) == 0 || (e = first_of(chain[0])) == NULL) return 0;
   }
-  if (e->depth == 1) return e->rules[e->count - 1].nframes == 1 ? e->rules[e->count - 1].site : 0;
+  if (e->depth == 1) {
+    uint16_t site = e->rules[e->count - 1].nframes == 1 ? e->rules[e->count - 1].site : 0;
+    if (e->pc == f.pc) last_pc = f.pc, last_site = site;
+    return site;
+  }
   unsigned n = hl_unwind_collect(&f, chain, e->depth, NULL);
   for (uint32_t i = 0; i < e->count; i++) {
     const px_rule *r = &e->rules[i];
@@ -162,7 +187,11 @@ static void refuse(px_counter *c, _Atomic(uint64_t) *why) {
   uint32_t r = atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed) + 1;
   if (r >= HL_PREFIX_CUT_MIN && (uint64_t)r * HL_PREFIX_CUT_SHARE >= atomic_load_explicit(&c->tried, memory_order_relaxed)) {
     uint8_t no = 0;
-    if (atomic_compare_exchange_strong(&c->cut, &no, 1)) atomic_fetch_add_explicit(&px.cut, 1, memory_order_relaxed);
+    if (atomic_compare_exchange_strong(&c->cut, &no, 1)) {
+      atomic_fetch_add_explicit(&px.cut, 1, memory_order_relaxed);
+      if (atomic_load_explicit(&c->next, memory_order_relaxed) <= c->last + 1)
+        atomic_fetch_sub_explicit(&px.live, 1, memory_order_relaxed);
+    }
   }
 }
 
@@ -173,6 +202,11 @@ void *hl_prefix_alloc(size_t size, void *const *fp) {
   if (site == 0) return NULL;
   px_counter *c = &px.counters[px.site_counter[site]];
   uint64_t v = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+  if (HL_UNLIKELY(v > c->last)) {
+    if (v == c->last + 1 && !atomic_load_explicit(&c->cut, memory_order_relaxed)) /* one thread sees it */
+      atomic_fetch_sub_explicit(&px.live, 1, memory_order_relaxed);
+    return NULL;
+  }
   if (atomic_load_explicit(&c->cut, memory_order_relaxed)) return NULL;
   int64_t r = rank_of(c, v);
   if (r < 0) return NULL;
@@ -211,14 +245,10 @@ void hl_prefix_count_realloc(void *const *fp) {
 
 /* The slot that starts at p, or aborts as glibc does for a pointer it never returned. */
 static uint32_t slot_at(void *p, const char *func) {
-  uint32_t off = (uint32_t)((uintptr_t)p - px.base), lo = 0, hi = px.nslots;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (px.by_offset[mid].offset < off) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo == px.nslots || px.by_offset[lo].offset != off) hl_free_invalid(p, 0, func);
-  return px.by_offset[lo].slot;
+  uintptr_t off = (uintptr_t)p - px.base;
+  uint32_t s = px.owner[off >> px.align_shift];
+  if (s == 0 || px.offset[s - 1] != off) hl_free_invalid(p, 0, func);
+  return s - 1;
 }
 
 static void slot_free(void *p, const char *func) {
@@ -281,13 +311,10 @@ static int rule_longer(const void *pa, const void *pb) {
   if (a->frames[0] != b->frames[0]) return a->frames[0] < b->frames[0];
   return a->nframes > b->nframes;
 }
-static int at_before(const void *pa, const void *pb) {
-  return ((const px_at *)pa)->offset < ((const px_at *)pb)->offset;
-}
 _Static_assert(sizeof(px_rule) <= HL_PLAN_SORT_MAX_ELEMENT, "rules fit hl_plan_sort's buffer");
 
 int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, const hl_plan_slot_spec *slots,
-                   const uintptr_t *bias, const uint8_t *loaded) {
+                   uint32_t *owner, const uintptr_t *bias, const uint8_t *loaded) {
   if (spec->region_bytes == 0) return 1;
   uint32_t n = spec->nslots, nc = spec->ncounters;
   void *region = mmap(NULL, spec->region_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -298,24 +325,24 @@ int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, co
   px.requested = hl_meta_alloc(sizeof(uint32_t) * (n + 1));
   px.site = hl_meta_alloc(sizeof(uint16_t) * (n + 1));
   px.state = hl_meta_alloc(n + 1);
-  px.by_offset = hl_meta_alloc(sizeof(px_at) * (n + 1));
+  px.align_shift = (uint32_t)__builtin_ctz(spec->region_align);
+  px.owner = owner;
   px.counters = hl_meta_alloc(sizeof(px_counter) * (nc + 1));
   px.site_counter = hl_meta_alloc(sizeof(uint16_t) * (spec->nsites + 1));
   px.range_lo = hl_meta_alloc(sizeof(uint32_t) * (spec->nranges + 1));
   px.range_hi = hl_meta_alloc(sizeof(uint32_t) * (spec->nranges + 1));
   px.range_rank = hl_meta_alloc(sizeof(uint32_t) * (spec->nranges + 1));
-  if (!px.offset || !px.size || !px.requested || !px.site || !px.state || !px.by_offset || !px.counters ||
+  if (!px.offset || !px.size || !px.requested || !px.site || !px.state || !px.counters ||
       !px.site_counter || !px.range_lo || !px.range_hi || !px.range_rank)
     return 0;
+  for (uint32_t k = 0; k <= nc; k++) px.counters[k].first_slot = UINT32_MAX;
   for (uint32_t i = 0; i < n; i++) { /* file order is (counter, value) order */
     px.offset[i] = slots[i].offset;
     px.size[i] = slots[i].size;
     px.site[i] = slots[i].site;
-    px.by_offset[i] = (px_at){slots[i].offset, i};
     px_counter *c = &px.counters[slots[i].counter];
-    if (i == 0 || slots[i - 1].counter != slots[i].counter) c->first_slot = i;
+    if (i < c->first_slot) c->first_slot = i;
   }
-  hl_plan_sort(px.by_offset, n, sizeof px.by_offset[0], at_before);
   for (uint32_t k = 1; k <= nc; k++) {
     const hl_plan_counter_spec *cs = &spec->counters[k];
     px_counter *c = &px.counters[k];
@@ -325,6 +352,12 @@ int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, co
     c->stride = cs->stride ? cs->stride : 1;
     c->count = cs->count;
     memcpy(c->extra, cs->extra, sizeof c->extra);
+    c->last = cs->kind == HL_COUNTER_RECYCLE ? UINT64_MAX
+              : cs->kind == HL_COUNTER_ALL   ? (uint64_t)cs->count - 1
+              : cs->kind == HL_COUNTER_REGULAR ? (uint64_t)cs->start + (uint64_t)cs->stride * (cs->count - 1)
+                                               : spec->range_hi[cs->first_range + cs->count - 1];
+    if (cs->kind == HL_COUNTER_REGULAR && cs->nextra && cs->extra[cs->nextra - 1] > c->last)
+      c->last = cs->extra[cs->nextra - 1];
     if (cs->kind == HL_COUNTER_FIXED) {
       c->first_range = cs->first_range;
       c->nranges = cs->count;
@@ -370,6 +403,7 @@ int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, co
   }
   px.firsts = firsts;
   px.first_mask = cap - 1;
+  atomic_store_explicit(&px.live, nc, memory_order_relaxed);
   px.nslots = n;
   px.ncounters = nc;
   px.nsites = spec->nsites;

@@ -43,6 +43,11 @@ int main(int argc, char **argv) {
       prules = malloc(sizeof *prules * (np ? np : 1));
       slots = malloc(sizeof *slots * (ns ? ns : 1));
       ok = hl_plan_parse_full(text, len, &spec, rules, n, prules, np, slots, ns, &err);
+      if (ok && spec.region_bytes) {
+        uint32_t *owner = calloc(spec.region_bytes / spec.region_align + 1, sizeof *owner);
+        ok = hl_plan_check_slots(&spec, slots, owner, &err);
+        free(owner);
+      }
     }
     if (ok) printf("%s\tok\t%u\n", argv[i], spec.nrules);
     else printf("%s\terror\t%u\t%s\n", argv[i], err.line, err.reason);
