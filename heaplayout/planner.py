@@ -151,17 +151,30 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
               max_object_size: int | None = None,
               rest: str = DEFAULT_REST, rest_max_size: int = DEFAULT_REST_MAX_SIZE,
               min_align: str = "auto", source: str = "",
-              dominance: float = DEFAULT_DOMINANCE, walk_budget: float = DEFAULT_WALK_BUDGET) -> PlanResult:
-    """Group, identify and build the plan for one profile."""
+              dominance: float = DEFAULT_DOMINANCE, walk_budget: float = DEFAULT_WALK_BUDGET,
+              prefix_rest: str = "allocator") -> PlanResult:
+    """Group, identify and build the plan for one profile. prefix_rest "halo": a prefix
+    strategy's plan also holds the HALO plan for the objects outside the region."""
     gp = grouping_params or grouping.GroupingParams()
     hp = hds_params or hds.HdsParams()
     if max_object_size is None:
         max_object_size = profile.header_int("max_object_size", DEFAULT_MAX_OBJECT_SIZE) or DEFAULT_MAX_OBJECT_SIZE
     if strategy.startswith("prefix:"):  # never modulo recursion: instances count one profiled context
         from .strategies.prefix.plan import make_prefix_plan
+        base = None
+        if prefix_rest == "halo":
+            base = make_plan(profile, "halo", grouping_params=grouping_params, chunk_size=chunk_size,
+                             max_object_size=max_object_size, rest=rest, rest_max_size=rest_max_size,
+                             min_align=min_align, source=source, dominance=dominance, walk_budget=walk_budget)
+        elif prefix_rest != "allocator":
+            raise ValueError(f"prefix rest {prefix_rest!r}: expected allocator or halo")
         usable = usable_contexts(profile)
         plan, planned = make_prefix_plan(profile, strategy.removeprefix("prefix:"), usable, skip_names(profile),
-                                         chunk_size=chunk_size, max_object_size=max_object_size, source=source)
+                                         chunk_size=chunk_size, max_object_size=max_object_size, source=source,
+                                         base=base.plan if base else None)
+        if base is not None:
+            return PlanResult(plan, base.groups, base.labels, base.rules, base.selectors, base.usable,
+                              collapsed=base.collapsed)
         return PlanResult(plan, [], {}, planned.rules, identify.halo_selectors([]), usable)
     # contexts compared modulo recursion (recursion.py), so that a deeper or other path
     # through a recursive function at run time still meets the rules; only when every

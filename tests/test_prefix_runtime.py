@@ -180,8 +180,8 @@ TIMING = re.compile(rb"^.*\d\.\d+ s$", re.M)  # the workloads print their own ru
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="the profiler needs valgrind")
-@pytest.mark.parametrize("name", sorted(WORKLOADS))
-def test_suite_workload_planned_on_one_input_runs_another_unchanged(name, build_dir, runtime_lib, tmp_path):
+@pytest.mark.parametrize("name,rest", [(n, "allocator") for n in sorted(WORKLOADS)] + [("prefix_recycle", "halo")])
+def test_suite_workload_planned_on_one_input_runs_another_unchanged(name, rest, build_dir, runtime_lib, tmp_path):
     def heaplayout(argv: list[str]) -> int:  # `profile` execs valgrind: never in this process
         cli = "import sys; from heaplayout.cli import main; sys.exit(main(sys.argv[1:]))"
         return subprocess.run([sys.executable, "-c", cli, *argv], capture_output=True, timeout=600).returncode
@@ -190,11 +190,17 @@ def test_suite_workload_planned_on_one_input_runs_another_unchanged(name, build_
     train, other = WORKLOADS[name]
     prof, plan = tmp_path / "train.prof", tmp_path / "prefix.plan"
     assert heaplayout(["profile", "-o", str(prof), "--", str(binary), *train]) == 0
-    assert heaplayout(["plan", "--strategy", "prefix:hds+hot", str(prof), "-o", str(plan)]) == 0
+    assert heaplayout(["plan", "--strategy", "prefix:hds+hot", "--prefix-rest", rest, str(prof), "-o", str(plan)]) == 0
+    if rest == "halo":  # one file with both record kinds
+        text = plan.read_text()
+        assert "\ngroup 1 " in text and "\nprefix_region " in text
     for args in (train, other):
         plain = run(binary, runtime_lib, tmp_path, None, *args)
         r = run(binary, runtime_lib, tmp_path, plan, *args)
         assert r.returncode == 0 == plain.returncode, r.stderr.decode()
         assert TIMING.sub(b"", r.stdout) == TIMING.sub(b"", plain.stdout)
-        st = prefix_stats(tmp_path)
+        stats = json.loads((tmp_path / "stats.json").read_text())
+        st = stats["prefix"]
         assert st["taken"] > 0 and st["counters_cut"] == 0 and st["freed"] <= st["taken"]
+        if rest == "halo":
+            assert sum(p["objects"] for p in stats["pools"]) > 0, "the HALO groups placed nothing"

@@ -55,7 +55,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="PLAN", help="plan file to write")
     p.add_argument("--strategy", choices=planner.STRATEGIES, default="halo",
                    help="halo: affinity grouping, full-context rules (default); hds: hot data streams, "
-                   "immediate call site; callsite: one group per hot call site")
+                   "immediate call site; callsite: one group per hot call site; prefix:VARIANT: hot objects "
+                   "at fixed places in one preallocated region (docs/prefix.md)")
+    p.add_argument("--prefix-rest", choices=("allocator", "halo"), default="allocator",
+                   help="with --strategy prefix:...: objects outside the region go to the allocator underneath "
+                        "(default) or to the HALO plan's groups, written into the same plan")
     p.add_argument("--dominance", type=float, default=planner.DEFAULT_DOMINANCE, metavar="SHARE",
                    help="a chain prefix whose profiled allocations are at least this share one label's is decided "
                         "by that prefix alone, sparing the stack walks that telling the rest apart costs "
@@ -123,7 +127,7 @@ def plan_command(args: argparse.Namespace) -> int:
                                    chunk_size=args.chunk_size, max_object_size=args.max_object_size,
                                    rest=args.rest, rest_max_size=args.rest_max_size,
                                    min_align=args.min_align, source=args.inputs[0], dominance=args.dominance,
-                                   walk_budget=args.walk_budget)
+                                   walk_budget=args.walk_budget, prefix_rest=args.prefix_rest)
         write_plan(result.plan, args.output)
     except (OSError, ProfileError, PlanError, ValueError) as err:
         print(f"heaplayout plan: {err}", file=sys.stderr)
@@ -268,6 +272,14 @@ def describe_plan(plan: Plan, name: str, profile: Profile | None = None) -> list
     for m in plan.modules:
         out.append(f"    {m.index}: {m.path}  build-id {m.build_id or '(none: path only)'}")
     out.append(f"  stack walk skips modules whose file name contains: {', '.join(plan.skips) or '(nothing)'}")
+    pre = plan.prefix
+    if pre.region_bytes:  # docs/prefix.md
+        kinds: dict[str, int] = {}
+        for c in pre.counters:
+            kinds[c.kind] = kinds.get(c.kind, 0) + 1
+        out.append(f"  PreFix region: {pre.region_bytes} bytes, {len(pre.slots)} slots, {len(pre.sites)} sites on "
+                   f"{len(pre.counters)} counters ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))}), "
+                   f"{len(pre.rules)} prefix_select rules")
     t = identify.RuleTable([identify.Rule(r.group, r.frames) for r in plan.rules])
     first_frames = {r.frames[0] for r in plan.rules}
     deep = {r.frames[0] for r in plan.rules if len(r.frames) > 1}

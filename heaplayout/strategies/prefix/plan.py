@@ -80,27 +80,43 @@ def prefix_records(profile: Profile, layout: PrefixLayout, usable: set[int],
 
 
 def make_prefix_plan(profile: Profile, variant: str, usable: set[int], skips: list[str], *, chunk_size: int,
-                     max_object_size: int, params: PrefixParams | None = None, source: str = "") -> tuple[Plan, PrefixPlanned]:
-    """A plan whose only placement is the PreFix region of `variant` (hot, hds, hds+hot)."""
+                     max_object_size: int, params: PrefixParams | None = None, source: str = "",
+                     base: Plan | None = None) -> tuple[Plan, PrefixPlanned]:
+    """A plan whose placement is the PreFix region of `variant` (hot, hds, hds+hot); with
+    `base` (a HALO plan of the same profile), that plan's groups place the objects outside
+    the region, in the same file."""
+    from ...planner import profile_module_for  # planner imports this module lazily
     layout = analyze(profile, params, [variant]).layouts[variant]
     index: dict[int, int] = {}
+    if base is not None:
+        for m in base.modules:
+            pm = profile_module_for(profile, m)
+            if pm is not None:
+                index[pm] = m.index
     planned = prefix_records(profile, layout, usable, index)
-    plan = Plan(strategy=f"prefix:{variant}", chunk_size=chunk_size, max_object_size=max_object_size)
+    plan = base if base is not None else Plan(strategy="", chunk_size=chunk_size, max_object_size=max_object_size)
+    plan.strategy = f"prefix:{variant}"
+    have = {m.index for m in plan.modules}
     for mid, i in sorted(index.items(), key=lambda kv: kv[1]):
-        mod = profile.modules[mid]
-        plan.modules.append(PlanModule(i, mod.build_id.lower() if mod.build_id else None, mod.path))
-    plan.skips = skips
+        if i not in have:
+            mod = profile.modules[mid]
+            plan.modules.append(PlanModule(i, mod.build_id.lower() if mod.build_id else None, mod.path))
+    plan.skips = list(dict.fromkeys(plan.skips + skips))
     plan.prefix = planned.records
     st = layout.stats
-    plan.comments = [
-        f"made by heaplayout plan from {source or 'a profile'} (exe {profile.header.get('exe', '?')})",
+    comments = [
         f"prefix:{variant}: region {layout.region_bytes} bytes, {st.slots} slots for {st.objects} profiled objects, "
-        f"{st.coverage:.1%} of heap accesses; {len(pre_counters(planned))} counters, {len(planned.records.sites)} sites, "
-        f"patterns {layout.patterns()}",
+        f"{st.coverage:.1%} of heap accesses; {len(planned.records.counters)} counters, {len(planned.records.sites)} "
+        f"sites, patterns {layout.patterns()}",
         f"identification: {len(planned.rules.rules)} prefix_select rules ({len(planned.rules.overruled)} contexts "
         "indistinguishable); contexts not collapsed modulo recursion",
-        f"parameters: {layout.parameters}",
+        f"prefix parameters: {layout.parameters}",
     ]
+    if base is None:
+        plan.comments = [f"made by heaplayout plan from {source or 'a profile'} "
+                         f"(exe {profile.header.get('exe', '?')})"] + comments
+    else:
+        plan.comments = plan.comments + ["objects outside the region: the HALO plan above"] + comments
     return plan, planned
 
 
