@@ -13,7 +13,9 @@ from . import companions, elf, shape, grouping, hds, identify, recursion
 from .plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
 from .profile_format import Profile
 
-STRATEGIES = ("halo", "hds", "callsite", "prefix:hot", "prefix:hds", "prefix:hds+hot")  # prefix: docs/prefix.md
+STRATEGIES = ("halo", "hds", "callsite")
+# PreFix (docs/prefix.md): apart from STRATEGIES, which optimize's candidates are made of
+PREFIX_STRATEGIES = ("prefix:hot", "prefix:hds", "prefix:hds+hot")
 DEFAULT_CHUNK_SIZE = 1 << 20  # HALO 5.1: grouped objects come from 1 MiB chunks
 DEFAULT_MAX_OBJECT_SIZE = 4096  # HALO 5.1: maximum grouped-object size 4 KiB
 # Where ungrouped objects go. HALO forwards them to the allocator underneath ("allocator").
@@ -203,7 +205,7 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
         depth = 1
         described = f"coverage={gp.coverage} gthresh={gp.gthresh}"
     else:
-        raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES)})")
+        raise ValueError(f"unknown strategy {strategy!r} (expected one of {', '.join(STRATEGIES + PREFIX_STRATEGIES)})")
 
     labels = {c: g.id for g in groups for c in g.contexts}
     contexts = _labelled(profile, labels, usable, depth)

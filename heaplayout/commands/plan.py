@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("inputs", nargs="+", metavar="PROFILE | show PLAN", help="profile to plan from, or 'show PLAN'")
     p.add_argument("-o", "--output", metavar="PLAN", help="plan file to write")
-    p.add_argument("--strategy", choices=planner.STRATEGIES, default="halo",
+    p.add_argument("--strategy", choices=planner.STRATEGIES + planner.PREFIX_STRATEGIES, default="halo",
                    help="halo: affinity grouping, full-context rules (default); hds: hot data streams, "
                    "immediate call site; callsite: one group per hot call site; prefix:VARIANT: hot objects "
                    "at fixed places in one preallocated region (docs/prefix.md)")
