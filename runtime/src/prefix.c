@@ -85,6 +85,12 @@ static struct {
 
 static inline int in_region(const void *p) { return (uintptr_t)p - px.base < px.bytes; }
 
+/* Statistics are counted only when they will be reported: a shared atomic add per
+ * allocation and free would bounce its line between the threads of a placed site. */
+static inline void stat_add(_Atomic(uint64_t) *what) {
+  if (HL_UNLIKELY(hl_state.counting)) atomic_fetch_add_explicit(what, 1, memory_order_relaxed);
+}
+
 /* ---- identification ---- */
 
 static uint32_t pc_hash(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 32); }
@@ -183,7 +189,7 @@ static int64_t rank_of(const px_counter *c, uint64_t v) {
 }
 
 static void refuse(px_counter *c, _Atomic(uint64_t) *why) {
-  atomic_fetch_add_explicit(why, 1, memory_order_relaxed);
+  stat_add(why);
   uint32_t r = atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed) + 1;
   if (r >= HL_PREFIX_CUT_MIN && (uint64_t)r * HL_PREFIX_CUT_SHARE >= atomic_load_explicit(&c->tried, memory_order_relaxed)) {
     uint8_t no = 0;
@@ -211,7 +217,8 @@ void *hl_prefix_alloc(size_t size, void *const *fp) {
   int64_t r = rank_of(c, v);
   if (r < 0) return NULL;
   uint32_t s = c->first_slot + (uint32_t)r;
-  atomic_fetch_add_explicit(&c->tried, 1, memory_order_relaxed);
+  /* a load and a store, not a locked add: the cut-off's ratio need not be exact */
+  atomic_store_explicit(&c->tried, atomic_load_explicit(&c->tried, memory_order_relaxed) + 1, memory_order_relaxed);
   if (px.site[s] != site) {
     refuse(c, &px.refused_site);
     return NULL;
@@ -223,11 +230,11 @@ void *hl_prefix_alloc(size_t size, void *const *fp) {
   uint8_t expected = SLOT_FREE;
   if (!atomic_compare_exchange_strong_explicit(&px.state[s], &expected, SLOT_TAKEN, memory_order_acquire,
                                                memory_order_relaxed)) {
-    atomic_fetch_add_explicit(&px.refused_busy, 1, memory_order_relaxed);
+    stat_add(&px.refused_busy);
     return NULL;
   }
   px.requested[s] = (uint32_t)size;
-  atomic_fetch_add_explicit(&px.taken, 1, memory_order_relaxed);
+  stat_add(&px.taken);
   return (void *)(px.base + px.offset[s]);
 }
 
@@ -238,7 +245,7 @@ void hl_prefix_count_realloc(void *const *fp) {
   uint16_t site = site_of(fp);
   if (site == 0) return;
   atomic_fetch_add_explicit(&px.counters[px.site_counter[site]].next, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&px.reallocs, 1, memory_order_relaxed);
+  stat_add(&px.reallocs);
 }
 
 /* ---- region pointers ---- */
@@ -255,7 +262,7 @@ static void slot_free(void *p, const char *func) {
   uint32_t s = slot_at(p, func);
   if (atomic_exchange_explicit(&px.state[s], SLOT_FREE, memory_order_release) != SLOT_TAKEN)
     hl_free_invalid(p, HL_SIZEMAP_FREE, func); /* "double free detected" */
-  atomic_fetch_add_explicit(&px.freed, 1, memory_order_relaxed);
+  stat_add(&px.freed);
 }
 
 static void px_free(void *p) {
@@ -300,7 +307,7 @@ static void *px_realloc(void *p, size_t n) {
   if (q == NULL) return NULL; /* p stays valid, as realloc promises */
   memcpy(q, p, px.requested[s]);
   slot_free(p, "realloc");
-  atomic_fetch_add_explicit(&px.moved, 1, memory_order_relaxed);
+  stat_add(&px.moved);
   return q;
 }
 
