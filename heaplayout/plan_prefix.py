@@ -6,6 +6,7 @@ the same order with the same messages; plan_format calls in here for these recor
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from dataclasses import dataclass, field
@@ -247,13 +248,19 @@ def parse_slot(line: int, fields: list[str], pre: PrefixRecords, walk: SlotWalk)
 
 def check_apart(pre: PrefixRecords, walk: SlotWalk) -> None:
     """Slots that overlap: the first slot in file order that covers a granule an earlier one
-    covers; the message names that earlier slot (plan_parse.c, hl_plan_check_slots)."""
-    if not pre.slots:
-        return
-    owner: dict[int, int] = {}
-    align = pre.region_align
+    covers; the message names the earlier slot that covers its lowest such granule
+    (plan_parse.c, hl_plan_check_slots, walks a granule map; the earlier slots are disjoint
+    intervals here, kept sorted)."""
+    starts: list[int] = []
+    spans: list[tuple[int, int]] = []  # (end, slot index), by start
     for i, s in enumerate(pre.slots):
-        for g in range(s.offset // align, (s.offset + s.size) // align):
-            if g in owner:
-                raise _refused(walk.slot_lines[i], f"prefix_slot overlaps the slot on line {walk.slot_lines[owner[g]]}")
-            owner[g] = i
+        k = bisect.bisect_right(starts, s.offset) - 1
+        hit = None
+        if k >= 0 and spans[k][0] > s.offset:
+            hit = spans[k][1]
+        elif k + 1 < len(starts) and starts[k + 1] < s.offset + s.size:
+            hit = spans[k + 1][1]
+        if hit is not None:
+            raise _refused(walk.slot_lines[i], f"prefix_slot overlaps the slot on line {walk.slot_lines[hit]}")
+        starts.insert(k + 1, s.offset)
+        spans.insert(k + 1, (s.offset + s.size, i))
