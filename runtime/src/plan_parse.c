@@ -69,8 +69,8 @@ static enum number digits(span s, unsigned base, uint64_t *out) {
   for (size_t i = 0; i < s.n; i++) {
     int d = hex_digit(s.p[i]);
     if (d < 0 || (unsigned)d >= base) return NUM_BAD;
-    if (v > (UINT64_MAX - (uint64_t)d) / base) big = 1;
-    v = v * base + (uint64_t)d;
+    /* no division per digit: a plan may hold tens of millions of digits */
+    big |= __builtin_mul_overflow(v, (uint64_t)base, &v) | __builtin_add_overflow(v, (uint64_t)d, &v);
   }
   *out = v;
   return big ? NUM_TOO_BIG : NUM_OK;
@@ -96,6 +96,11 @@ static enum number hex_offset(span s, uint64_t *out) {
 static size_t utf8_error(const unsigned char *s, size_t len) {
   size_t i = 0;
   while (i < len) {
+    uint64_t eight;
+    if (i + 8 <= len && (memcpy(&eight, s + i, 8), (eight & 0x8080808080808080ull) == 0)) {
+      i += 8; /* ASCII, eight bytes at a time */
+      continue;
+    }
     unsigned char b = s[i];
     if (b < 0x80) {
       i++;
@@ -715,11 +720,15 @@ int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan
     p = nl + 1;
     lineno++;
     int two_spaces = 0; /* found here rather than by a memmem per line (plans have 2^24 slot lines) */
+    unsigned char prev = 0;
     for (size_t i = 0; i < ln.n; i++) {
       unsigned char c = (unsigned char)ln.p[i];
-      if (c == '\r') return fail(err, lineno, "carriage return in the line (the plan must have LF line ends)");
-      if (c < 0x20 || c == 0x7f) return fail(err, lineno, "control character 0x%02x in the line", c);
-      two_spaces |= c == ' ' && i > 0 && ln.p[i - 1] == ' ';
+      if (__builtin_expect(c < 0x20 || c == 0x7f, 0)) {
+        if (c == '\r') return fail(err, lineno, "carriage return in the line (the plan must have LF line ends)");
+        return fail(err, lineno, "control character 0x%02x in the line", c);
+      }
+      two_spaces |= (c == ' ') & (prev == ' ');
+      prev = c;
     }
     if (lineno == 1) {
       if (span_is(ln, "heaplayout-plan 1")) {
@@ -737,8 +746,13 @@ int hl_plan_parse_full(const char *text, size_t len, hl_plan_spec *spec, hl_plan
     const char *sp = memchr(ln.p, ' ', ln.n);
     span kind = {ln.p, sp ? (size_t)(sp - ln.p) : ln.n};
     span rest = sp ? (span){sp + 1, (size_t)(ln.p + ln.n - sp - 1)} : (span){ln.p + ln.n, 0};
-    int r = 0;
+    /* records come in order: look from the last kind on first, then before it */
+    int r = last > 0 ? last : 0;
     while (r < R_COUNT && (kind.n != record_len[r] || memcmp(kind.p, record_names[r], kind.n) != 0)) r++;
+    if (r == R_COUNT)
+      for (r = 0; r < last && (kind.n != record_len[r] || memcmp(kind.p, record_names[r], kind.n) != 0); r++) {
+      }
+    if (r == last && (kind.n != record_len[r] || memcmp(kind.p, record_names[r], kind.n) != 0)) r = R_COUNT;
     if (r == R_COUNT) return fail(err, lineno, "unknown record '%s'", show(kind).text);
     if (r < last || (r == last && !repeatable(r)))
       return fail(err, lineno, "record '%s' out of order (order: " ORDER_TEXT ")", record_names[r]);
