@@ -38,6 +38,7 @@ typedef struct px_counter {
   uint32_t start, stride, count, first_slot, first_range, nranges;
   uint32_t extra[HL_PLAN_MAX_EXTRAS];
   uint64_t last; /* its largest value with a slot; UINT64_MAX for recycle */
+  uint64_t mask; /* recycle: count - 1 when count is a power of two (no division), else 0 */
 } px_counter;
 
 typedef struct px_rule {
@@ -122,16 +123,22 @@ int hl_prefix_first_frame(uintptr_t pc) {
   return 0;
 }
 
-/* The last return address this thread identified by itself alone (a depth-1 entry): a
- * recycled site allocates from one return address over and over. */
-static __thread uintptr_t last_pc __attribute__((tls_model("initial-exec")));
-static __thread uint16_t last_site __attribute__((tls_model("initial-exec")));
+/* Return addresses this thread identified by themselves alone (depth-1 entries), direct
+ * mapped: recycled sites allocate from a few return addresses over and over, often in turn
+ * (prefix_recycle's two), and the table's hash probe cost about 50 instructions. */
+#define SITE_CACHE 8u
+static __thread struct {
+  uintptr_t pc;
+  uint16_t site;
+} site_cache[SITE_CACHE] __attribute__((tls_model("initial-exec")));
+static inline uint32_t site_slot(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 61); }
 
 /* The PreFix site of the allocation whose entry point's frame is fp; 0: none. The longest
  * matching rule wins, as for select (plan.c, decide). */
 static uint16_t site_of(void *const *fp) {
   hl_frame f = hl_caller_frame(fp);
-  if (f.pc == last_pc) return last_site;
+  uint32_t slot = site_slot(f.pc);
+  if (site_cache[slot].pc == f.pc) return site_cache[slot].site;
   const px_first *e = first_of(f.pc);
   uintptr_t chain[HL_PLAN_MAX_RULE_FRAMES];
   if (e == NULL) { /* called from a skipped module: find the program's frame */
@@ -140,7 +147,7 @@ static uint16_t site_of(void *const *fp) {
   }
   if (e->depth == 1) {
     uint16_t site = e->rules[e->count - 1].nframes == 1 ? e->rules[e->count - 1].site : 0;
-    if (e->pc == f.pc) last_pc = f.pc, last_site = site;
+    if (e->pc == f.pc) site_cache[slot].pc = f.pc, site_cache[slot].site = site;
     return site;
   }
   unsigned n = hl_unwind_collect(&f, chain, e->depth, NULL);
@@ -161,7 +168,7 @@ static int64_t rank_of(const px_counter *c, uint64_t v) {
     case HL_COUNTER_ALL:
       return v < c->count ? (int64_t)v : -1;
     case HL_COUNTER_RECYCLE:
-      return (int64_t)(v % c->count);
+      return (int64_t)(c->mask ? v & c->mask : v % c->count);
     case HL_COUNTER_REGULAR: {
       int member = v >= c->start && (v - c->start) % c->stride == 0 && (v - c->start) / c->stride < c->count;
       uint64_t below_prog = v <= c->start ? 0 : (v - c->start + c->stride - 1) / c->stride;
@@ -359,6 +366,7 @@ int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, co
     c->stride = cs->stride ? cs->stride : 1;
     c->count = cs->count;
     memcpy(c->extra, cs->extra, sizeof c->extra);
+    c->mask = cs->kind == HL_COUNTER_RECYCLE && cs->count > 1 && (cs->count & (cs->count - 1)) == 0 ? cs->count - 1 : 0;
     c->last = cs->kind == HL_COUNTER_RECYCLE ? UINT64_MAX
               : cs->kind == HL_COUNTER_ALL   ? (uint64_t)cs->count - 1
               : cs->kind == HL_COUNTER_REGULAR ? (uint64_t)cs->start + (uint64_t)cs->stride * (cs->count - 1)
