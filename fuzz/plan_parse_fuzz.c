@@ -20,7 +20,9 @@ static void check_plan(const hl_plan_spec *s, const hl_plan_rule_spec *r, uint32
   PROMISE(s->rest_max_size <= HL_PLAN_MAX_OBJECT_SIZE);
   PROMISE(s->nmodules <= HL_PLAN_MAX_MODULES && s->nskips <= HL_PLAN_MAX_SKIPS && s->ngroups <= HL_PLAN_MAX_GROUPS);
   PROMISE(s->nrules <= HL_PLAN_MAX_RULES);
-  PROMISE(!strcmp(s->strategy, "halo") || !strcmp(s->strategy, "callsite") || !strcmp(s->strategy, "hds"));
+  PROMISE(!strcmp(s->strategy, "halo") || !strcmp(s->strategy, "callsite") || !strcmp(s->strategy, "hds") ||
+          !strcmp(s->strategy, "prefix:hot") || !strcmp(s->strategy, "prefix:hds") ||
+          !strcmp(s->strategy, "prefix:hds+hot"));
   for (uint32_t i = 0; i < s->nmodules; i++) {
     PROMISE(strlen(s->modules[i].path) >= 1 && strlen(s->modules[i].path) <= HL_PLAN_MAX_PATH);
     PROMISE(s->modules[i].build_id_len <= HL_PLAN_MAX_BUILD_ID);
