@@ -20,12 +20,7 @@
 #include "internal.h"
 #include "plan_parse.h"
 
-/* Divergence: a counter is cut off once it has been refused (wrong site or too large) at
- * least HL_PREFIX_CUT_MIN times and for at least one in HL_PREFIX_CUT_SHARE of its values
- * that had a slot (docs/prefix.md's proposal: "one in four"; 64 so that a few outliers of a
- * long run do not cut a counter that places well). A busy recycled slot is no divergence. */
-#define HL_PREFIX_CUT_MIN 64u
-#define HL_PREFIX_CUT_SHARE 4u
+/* Divergence cut-off: HL_PREFIX_CUT_MIN and HL_PREFIX_CUT_SHARE (tunables.h). */
 
 enum { SLOT_FREE = 0, SLOT_TAKEN = 1 };
 

@@ -83,6 +83,15 @@
  * 64K entries cover far more call sites than a large program has. */
 #define HL_CONTEXT_TABLE_BITS 16u
 
+/* PreFix (prefix.c). Ours; the paper has no divergence rule, its artefact trusts the input.
+ * A counter is cut off (the allocator underneath serves its site for the rest of the run)
+ * once it has been refused (wrong site or too large) at least HL_PREFIX_CUT_MIN times and
+ * for at least one in HL_PREFIX_CUT_SHARE of its values that had a slot: one in four says
+ * the input is not the profiled one; 64 keeps a few outliers of a long run from cutting a
+ * counter that places well. A busy recycled slot is no divergence. */
+#define HL_PREFIX_CUT_MIN 64u
+#define HL_PREFIX_CUT_SHARE 4u
+
 /* dlsym may allocate before the allocator underneath is known: served from here. */
 #define HL_BOOTSTRAP_BYTES (64u << 10)
 
