@@ -3,6 +3,7 @@
     heaplayout profile [-o FILE] [options] -- PROG [ARGS...]
     heaplayout profile show FILE [--top N]
     heaplayout profile merge A B [...] -o C
+    heaplayout profile export FILE [--pprof OUT] [--folded OUT]
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="profile a program's heap use (contexts, objects, affinity, pointer edges)",
         description="Run PROG under the hlprof Valgrind tool and write one profile file. "
         "Forms: 'heaplayout profile [-o FILE] [options] -- PROG [ARGS...]', "
-        "'heaplayout profile show FILE', 'heaplayout profile merge A B [...] -o C'. "
+        "'heaplayout profile show FILE', 'heaplayout profile merge A B [...] -o C', "
+        "'heaplayout profile export FILE --pprof OUT --folded OUT'. "
         "The program's output and exit status are its own.",
     )
-    p.add_argument("action", nargs="*", metavar="show FILE | merge FILES...",
-                   help="'show FILE' prints a summary; 'merge A B ... -o C' combines runs")
+    p.add_argument("action", nargs="*", metavar="show FILE | merge FILES... | export FILE",
+                   help="'show FILE' prints a summary; 'merge A B ... -o C' combines runs; "
+                   "'export FILE --pprof OUT --folded OUT' writes it for pprof and flame-graph tools")
     p.add_argument("-o", "--output", metavar="FILE", help="profile to write (default: heaplayout.profile)")
     p.add_argument("--depth", type=int, metavar="N", help="frames kept per allocation context (default 12)")
     p.add_argument("--max-unwind", type=int, metavar="N", help="raw frames unwound per allocation (default 128)")
@@ -60,6 +63,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input")
     p.add_argument("--top", type=int, default=15, help="show: how many contexts and edges to list (default 15)")
     p.add_argument("--force", action="store_true", help="merge: allow profiles of different binaries")
+    p.add_argument("--pprof", metavar="OUT", help="export: write the profile as a gzipped pprof profile.proto")
+    p.add_argument("--folded", metavar="OUT", help="export: write folded stacks (flame-graph input)")
+    p.add_argument("--folded-value", choices=("objects", "bytes", "accesses"), default="bytes",
+                   help="export: the value of each folded stack (default bytes)")
     p.set_defaults(func=profile_command)
 
 
@@ -85,8 +92,11 @@ def profile_command(args: argparse.Namespace) -> int:
         return show_command(action[1:], args)
     if action and action[0] == "merge":
         return merge_command(action[1:], args)
+    if action and action[0] == "export":
+        from .profile_export import export_command
+        return export_command(action[1:], args)
     if action:
-        print(f"heaplayout profile: unknown action {action[0]!r}; use show, merge, or -- PROG", file=sys.stderr)
+        print(f"heaplayout profile: unknown action {action[0]!r}; use show, merge, export, or -- PROG", file=sys.stderr)
         return 2
     if not args.program:
         print("heaplayout profile: no program given; usage: heaplayout profile [-o FILE] -- PROG [ARGS...]",
