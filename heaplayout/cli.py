@@ -11,7 +11,7 @@ from . import __version__
 
 # Each module named here defines `add_parser(subparsers)`, which registers its subcommand
 # and sets `func(args) -> int` as the parser default.
-SUBCOMMANDS = ("run", "bench", "profile", "plan", "simulate", "optimize")
+SUBCOMMANDS = ("run", "bench", "profile", "plan", "simulate", "optimize", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

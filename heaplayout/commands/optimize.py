@@ -86,6 +86,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", metavar="FILE", help="also write the evidence JSON here (always in the output directory)")
     p.add_argument("-o", "--output", metavar="DIR", help="where the profile, plans and evidence go")
     p.add_argument("--keep-temp", action="store_true", help="keep the runs' stdout/stderr files")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not write report.html (heaplayout report) into the output directory")
     p.set_defaults(func=optimize_command)
 
 
@@ -244,6 +246,13 @@ def optimize_command(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     if rec is not None:
         (out / "recommended.env").write_text(env_file_text(recommendation_env(rec, program)))
+    if not args.no_report:
+        from ..report.optimize_evidence import write_evidence_report
+        report, why = write_evidence_report(out, doc)
+        if why:
+            print(f"{PROG}: warning: {why}", file=sys.stderr)
+        elif report is not None:
+            print(f"report: {report}")
     print(f"evidence: {out / 'optimize.json'}, {out / 'optimize.md'}"
           + (f"; environment: {out / 'recommended.env'}" if rec is not None else ""))
     return 0 if rec is not None else 1

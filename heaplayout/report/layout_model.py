@@ -1,0 +1,219 @@
+"""Where each profiled object would sit: the profile's allocations and frees replayed through
+a model of an allocator, and through the plan's pools.
+
+The profile records which object every heap reference touched and when each object was
+allocated and freed, not addresses (hlprof tracks objects, and its run's addresses are
+valgrind's allocator's anyway). The heatmap needs addresses, so they are modelled:
+
+- **allocator alone** (`GlibcModel`): glibc's shape for small blocks: a 16-byte-aligned
+  chunk of max(32, size + 8 rounded up to 16) bytes; a freed chunk is reused, most recently
+  freed first, by the next request of the same chunk size (tcache and fastbins behave so);
+  otherwise the top of the heap grows. No splitting or coalescing of free chunks. Requests
+  of at least glibc's initial mmap threshold (128 KiB) get their own mapping.
+- **under the plan** (`PlanModel`): objects of a grouped context (up to the plan's
+  max_object_size) are bump-allocated in their group's chunks of the plan's chunk size,
+  mixed sizes in allocation order, and a freed slot is reused most recently freed first by
+  the same size class of the same group (runtime/src: size_class.c, alloc.c); with
+  `rest callsite` the other small objects get one pool per call site; everything else goes
+  to the same GlibcModel. Chunk colouring, per-thread pools and PreFix regions are not modelled.
+
+A model's addresses are only as good as the model: the heatmap shows the shape of the
+placement (what is next to what, how far apart), not the addresses a run would print.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..plan_format import Plan
+from ..profile_format import Object, Profile
+
+GLIBC_MMAP_THRESHOLD = 128 * 1024  # glibc's DEFAULT_MMAP_THRESHOLD_MIN (it grows at run time)
+GLIBC_MIN_CHUNK = 32
+GLIBC_HEADER = 16  # the user pointer is 16 bytes past the chunk start
+PAGE = 4096
+MMAP_BASE = 1 << 40  # model address spaces of the three kinds of memory, far apart
+POOL_BASE = 1 << 44
+
+Segment = tuple[str, int]  # ("heap", 0), ("mmap", 0), ("chunk", index)
+
+
+def glibc_chunk(size: int) -> int:
+    return max(GLIBC_MIN_CHUNK, (size + 8 + 15) & ~15)
+
+
+def slot_size(size: int, align: int) -> int:
+    """The runtime's size classes (size_class.c): 8-byte steps up to 256 bytes, then four per
+    power of two; 16-aligned unless the plan allows 8 (min_align 8)."""
+    size = max(size, 1)
+    if size <= 256:
+        return (size + align - 1) // align * align
+    p = 1 << ((size - 1).bit_length() - 1)
+    step = p // 4
+    return (size + step - 1) // step * step
+
+
+class GlibcModel:
+    def __init__(self) -> None:
+        self.top = 0
+        self.mmap_top = 0
+        self.bins: dict[int, list[int]] = {}
+
+    def malloc(self, size: int) -> tuple[Segment, int]:
+        if size >= GLIBC_MMAP_THRESHOLD:
+            at = self.mmap_top
+            self.mmap_top += (size + GLIBC_HEADER + PAGE - 1) // PAGE * PAGE
+            return ("mmap", 0), at + GLIBC_HEADER
+        csz = glibc_chunk(size)
+        free = self.bins.get(csz)
+        if free:
+            return ("heap", 0), free.pop()
+        at = self.top + GLIBC_HEADER
+        self.top += csz
+        return ("heap", 0), at
+
+    def free(self, seg: Segment, offset: int, size: int) -> None:
+        if seg[0] == "heap":
+            self.bins.setdefault(glibc_chunk(size), []).append(offset)
+
+
+class PlanModel:
+    def __init__(self, plan: Plan, group_of: dict[int, int], site_of: dict[int, object]) -> None:
+        self.plan = plan
+        self.group_of = group_of
+        self.site_of = site_of  # context -> its call site (innermost frame), for rest callsite
+        self.align = 8 if plan.min_align == 8 else 16
+        self.under = GlibcModel()
+        self.chunks = 0
+        self.current: dict[object, tuple[int, int]] = {}  # pool -> (chunk index, bytes used)
+        self.free_slots: dict[tuple[object, int], list[tuple[int, int]]] = {}
+        self.owner: dict[int, object] = {}  # chunk index -> pool
+        self.pool_of_object: dict[int, tuple[object, int]] = {}
+
+    def pool(self, obj: Object) -> object | None:
+        g = self.group_of.get(obj.context, 0)
+        if g and obj.size <= self.plan.max_object_size:
+            return g
+        if self.plan.rest == "callsite" and obj.size <= self.plan.rest_max_size:
+            return ("site", self.site_of.get(obj.context))
+        return None
+
+    def malloc(self, obj: Object) -> tuple[Segment, int]:
+        pool = self.pool(obj)
+        if pool is None:
+            return self.under.malloc(obj.size)
+        cls = slot_size(obj.size, self.align)
+        free = self.free_slots.get((pool, cls))
+        if free:
+            chunk, off = free.pop()
+        else:
+            chunk, used = self.current.get(pool, (-1, self.plan.chunk_size))
+            if used + cls > self.plan.chunk_size:
+                chunk, used = self.chunks, 0
+                self.chunks += 1
+                self.owner[chunk] = pool
+            off = used
+            self.current[pool] = (chunk, used + cls)
+        self.pool_of_object[obj.id] = (pool, cls)
+        return ("chunk", chunk), off
+
+    def free(self, obj: Object, seg: Segment, offset: int) -> None:
+        if seg[0] == "chunk":
+            pool, cls = self.pool_of_object.pop(obj.id)
+            self.free_slots.setdefault((pool, cls), []).append((seg[1], offset))
+        else:
+            self.under.free(seg, offset, obj.size)
+
+
+@dataclass
+class Band:
+    """A stretch of the displayed address axis: one kind of memory or one pool's chunks."""
+    label: str
+    start: int
+    end: int
+
+
+@dataclass
+class Layout:
+    title: str
+    position: dict[int, int]  # object id -> position on the displayed (compacted) address axis
+    model_address: dict[int, int]  # object id -> model address (for page and line counts)
+    bands: list[Band] = field(default_factory=list)
+
+    @property
+    def extent(self) -> int:
+        return self.bands[-1].end if self.bands else 0
+
+
+def events(objects: Iterable[Object]) -> list[tuple[tuple, int, Object]]:
+    """Allocations and frees in the order they happened: by run, then clock; at one clock
+    frees before allocations (no heap access lay between, and a program that frees and
+    allocates again without touching memory meets its free first), except an object's own
+    free, which follows everything at its clock."""
+    ev: list[tuple[tuple, int, Object]] = []
+    for o in objects:
+        ev.append(((o.run, o.alloc_time, 1, o.id), 1, o))
+        if o.free_time is not None:
+            ev.append(((o.run, o.free_time, 2 if o.free_time == o.alloc_time else 0, o.id), 0, o))
+    ev.sort(key=lambda e: e[0])
+    return ev
+
+
+def _compact(title: str, placed: dict[int, tuple[Segment, int]], sizes: dict[int, int],
+             chunk_size: int, chunk_label: dict[int, str]) -> Layout:
+    """Lay the segments one after the other on the displayed axis, each only as long as its
+    highest byte used (a pool chunk's unused tail and the gaps between kinds of memory are
+    left out), and record each object's model address."""
+    high: dict[Segment, int] = {}
+    for oid, (seg, off) in placed.items():
+        high[seg] = max(high.get(seg, 0), off + sizes[oid])
+    order = sorted(high, key=lambda s: ({"heap": 0, "mmap": 1, "chunk": 2}[s[0]], s[1]))
+    base: dict[Segment, int] = {}
+    bands: list[Band] = []
+    at = 0
+    for seg in order:
+        base[seg] = at
+        label = {"heap": "allocator heap", "mmap": "large (mmap)"}.get(seg[0]) or chunk_label[seg[1]]
+        if bands and bands[-1].label == label:
+            bands[-1].end = at + high[seg]
+        else:
+            bands.append(Band(label, at, at + high[seg]))
+        at += high[seg]
+    kind_base = {"heap": 0, "mmap": MMAP_BASE, "chunk": POOL_BASE}
+    position = {oid: base[seg] + off for oid, (seg, off) in placed.items()}
+    model = {oid: kind_base[seg[0]] + (seg[1] * chunk_size if seg[0] == "chunk" else 0) + off
+             for oid, (seg, off) in placed.items()}
+    return Layout(title, position, model, bands)
+
+
+def allocator_layout(profile: Profile) -> Layout:
+    m = GlibcModel()
+    placed: dict[int, tuple[Segment, int]] = {}
+    live: dict[int, tuple[Segment, int]] = {}
+    for _k, is_alloc, o in events(profile.objects):
+        if is_alloc:
+            live[o.id] = placed[o.id] = m.malloc(o.size)
+        else:
+            seg, off = live.pop(o.id)
+            m.free(seg, off, o.size)
+    sizes = {o.id: max(1, o.size) for o in profile.objects}
+    return _compact("allocator alone (glibc-like model)", placed, sizes, 0, {})
+
+
+def plan_layout(profile: Profile, plan: Plan, group_of: dict[int, int]) -> Layout:
+    site_of = {c.id: (c.frames[0] if c.frames else None) for c in profile.contexts.values()}
+    m = PlanModel(plan, group_of, site_of)
+    placed: dict[int, tuple[Segment, int]] = {}
+    live: dict[int, tuple[Segment, int]] = {}
+    for _k, is_alloc, o in events(profile.objects):
+        if is_alloc:
+            live[o.id] = placed[o.id] = m.malloc(o)
+        else:
+            seg, off = live.pop(o.id)
+            m.free(o, seg, off)
+    labels = {}
+    for chunk, pool in m.owner.items():
+        labels[chunk] = f"group {pool}" if isinstance(pool, int) else "call-site pools"
+    sizes = {o.id: max(1, o.size) for o in profile.objects}
+    return _compact(f"under the plan ({plan.strategy}, modelled)", placed, sizes, plan.chunk_size, labels)
