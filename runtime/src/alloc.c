@@ -25,7 +25,8 @@ static void chunks_unlink(hl_tpool *tp, hl_chunk *c) {
   if (c->next) c->next->prev = c->prev;
   c->next = c->prev = NULL;
   tp->n_others--;
-  tp->n_emptied -= c->emptied;
+  tp->n_emptied -= c->emptied != 0;
+  tp->n_doomed -= c->emptied == 2;
   c->emptied = 0;
 }
 
@@ -40,20 +41,31 @@ static void chunks_push(hl_tpool *tp, hl_chunk *c) {
 
 /* ---- free slots ---- */
 
-/* p is marked HL_SIZEMAP_FREE */
-static inline void slot_push(hl_tpool *tp, uint8_t cls, void *p) {
-  hl_free_slot *s = p, *head = tp->free[cls];
-  s->link = (uintptr_t)head;
-  if (head) head->prev = s;
+/* p, in chunk c, is marked HL_SIZEMAP_FREE */
+static inline void slot_push(hl_tpool *tp, hl_chunk *c, uint8_t cls, void *p) {
+  hl_free_slot *s = p;
+  s->next = tp->free[cls];
+  s->mark = hl_sizemap_entry(c, p);
   tp->free[cls] = s;
 }
 
-/* The head's prev is stale (internal.h): the head is recognised by the list, not by prev. */
-static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
-  hl_free_slot *next = hl_slot_next(s);
-  if (tp->free[cls] == s) tp->free[cls] = next;
-  else s->prev->link = (uintptr_t)next | (s->prev->link & HL_SLOT_UNMARKED); /* prev's own mark stays */
-  if (next) next->prev = s->prev; /* stale when s was the head; then next is the head */
+/* Takes every slot of a chunk whose `emptied` is at least `from` off tp's lists, in one
+ * pass over them (the lists are singly linked: internal.h). The pass reads every free slot
+ * of the pool, so it runs for a batch of chunks, never for one at a time (chunk_emptied).
+ * A kept slot's link is written only when its successor changed. */
+static void lists_drop_emptied(hl_tpool *tp, uint8_t from) {
+  for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
+    hl_free_slot **head = &tp->free[cls], *last = NULL; /* last: the last slot kept */
+    for (hl_free_slot *s = *head, *next; s != NULL; s = next) {
+      next = hl_slot_next(s);
+      if (hl_chunk_of(s)->emptied >= from) continue;
+      hl_free_slot **at = last ? &last->next : head;
+      if (*at != s) *at = s;
+      last = s;
+    }
+    hl_free_slot **end = last ? &last->next : head;
+    if (*end != NULL) *end = NULL;
+  }
 }
 
 /* The objects of a chunk, in address order: from byte offset lo to the bump pointer, a
@@ -65,19 +77,6 @@ static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
        pos < end_;)                                                                           \
     if (((entry) = (map)[pos >> HL_GRANULE_SHIFT]) == 0) pos = (pos | (HL_GRANULE - 1)) + 1;  \
     else
-
-/* Walk the objects of a chunk whose every object is free (live == 0 and remote frees
- * collected): each is on tp's lists; take it off and clear its size-map entry. */
-static void chunk_unlink_slots(hl_tpool *tp, hl_chunk *c) {
-  uint8_t *map = hl_chunk_sizemap(c), e;
-  FOR_EACH_OBJECT(c, map, pos, e) {
-    uint8_t cls = e & ~HL_SIZEMAP_FREE;
-    hl_assert(cls < HL_NCLASSES);
-    slot_unlink(tp, cls, (hl_free_slot *)((char *)c + pos));
-    map[pos >> HL_GRANULE_SHIFT] = 0;
-    pos += hl_class_size[cls];
-  }
-}
 
 /* Account for the chunk's bump extent in the pool's resident total (sampled for peak). */
 static void account_extent(hl_chunk *c) {
@@ -105,34 +104,52 @@ static void drop_all(hl_tpool *tp) {
   }
 }
 
-/* A chunk became empty. Releasing it means unlinking each of its free slots from the
- * lists, a cache miss per slot, so an emptied chunk is kept with its slots serving
- * (tunables.h, HL_EMPTIED_KEEP_SHARE) until every chunk of the pool is empty (then the
- * lists are dropped whole) or too many are; then the one just emptied is unlinked and
- * released. The current chunk stays while others hold objects, so a pool that frees and
- * allocates one object at a time never touches the chunk cache. */
-static void chunk_emptied(hl_tpool *tp, hl_chunk *c) {
+/* Releases tp's chunks whose `emptied` is at least `from` (2: the doomed ones, 1: all). */
+static void release_emptied(hl_tpool *tp, uint8_t from) {
+  lists_drop_emptied(tp, from);
+  hl_chunk *c = tp->others;
+  while (c && (from == 2 ? tp->n_doomed : tp->n_emptied)) {
+    hl_chunk *next = c->next;
+    if (c->emptied >= from) release_other(tp, c);
+    c = next;
+  }
+}
+
+/* A chunk became empty. Releasing it means taking its free slots off the lists, a pass
+ * over the pool's free slots (lists_drop_emptied), so an emptied chunk is kept with its
+ * slots serving (tunables.h, HL_EMPTIED_KEEP_SHARE) until every chunk of the pool is empty
+ * (then the lists are dropped whole) or too many are; past that share each chunk that
+ * empties is doomed, and the doomed ones are released together in a batch (tunables.h,
+ * HL_EMPTIED_BATCH_*). The current chunk stays while others hold objects, so a pool that
+ * frees and allocates one object at a time never touches the chunk cache.
+ * Returns 1 when chunks other than c were released too (the list of others changed). */
+static int chunk_emptied(hl_tpool *tp, hl_chunk *c) {
   if (c == tp->cur) { /* the common case of a pool with one object at a time: stay */
-    if (HL_UNLIKELY(tp->n_others > 0 && tp->n_emptied == tp->n_others)) drop_all(tp);
-    return;
+    if (HL_UNLIKELY(tp->n_others > 0 && tp->n_emptied == tp->n_others)) {
+      drop_all(tp);
+      return 1;
+    }
+    return 0;
   }
   if (tp->no_reuse) { /* no slot is on a list */
     release_other(tp, c);
-    return;
+    return 0;
   }
   hl_assert(!c->emptied);
   c->emptied = 1;
   if (tp->n_emptied++ == 0) hl_heap_direct_off(tp); /* the site-direct pop must not take its slots */
   if (tp->n_emptied == tp->n_others && (tp->cur == NULL || tp->cur->live == 0)) {
     drop_all(tp);
-    return;
+    return 1;
   }
   uint32_t keep = tp->n_others / HL_EMPTIED_KEEP_SHARE;
   if (keep < hl_state.opt.spare_chunks) keep = hl_state.opt.spare_chunks;
-  if (tp->n_emptied > keep) {
-    chunk_unlink_slots(tp, c);
-    release_other(tp, c);
-  }
+  if (tp->n_emptied <= keep) return 0;
+  c->emptied = 2;
+  uint32_t batch = tp->n_emptied / HL_EMPTIED_BATCH_SHARE;
+  if (++tp->n_doomed < (batch > HL_EMPTIED_BATCH_MIN ? batch : HL_EMPTIED_BATCH_MIN)) return 0;
+  release_emptied(tp, 2);
+  return 1;
 }
 
 /* A free by pool.h or one collected from the remote list: checked as free() checks. */
@@ -142,9 +159,11 @@ static inline void free_into(hl_tpool *tp, hl_chunk *c, void *p) {
   *entry = cls | HL_SIZEMAP_FREE;
   hl_assert(cls > 0 && cls < HL_NCLASSES);
   hl_assert(c->live > 0);
-  tp->frees++;
-  tp->freed_slot_bytes += hl_class_size[cls];
-  if (!tp->no_reuse) slot_push(tp, cls, p);
+  if (tp->counting) { /* nothing reads the counters otherwise (hl_tpool) */
+    tp->frees++;
+    tp->freed_slot_bytes += hl_class_size[cls];
+  }
+  if (!tp->no_reuse) slot_push(tp, c, cls, p);
   c->live--;
 }
 
@@ -153,15 +172,15 @@ void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p) {
   if (HL_UNLIKELY(c->live == 0)) chunk_emptied(tp, c);
 }
 
-void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c) { chunk_emptied(tp, c); }
+void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c) { (void)chunk_emptied(tp, c); }
 
-void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uintptr_t unmarked) {
+void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uint8_t *mark) {
   tp->frees++;
   tp->freed_slot_bytes += hl_class_size[cls];
   if (!tp->no_reuse) {
-    hl_free_slot *s = p, *head = tp->free[cls];
-    s->link = (uintptr_t)head | unmarked;
-    if (head) head->prev = s;
+    hl_free_slot *s = p;
+    s->next = tp->free[cls];
+    s->mark = mark;
     tp->free[cls] = s;
   }
   if (--c->live == 0 && (c != tp->cur || tp->n_others != 0)) chunk_emptied(tp, c);
@@ -189,7 +208,9 @@ void hl_tpool_collect_all(hl_tpool *tp) {
   hl_chunk *c = tp->others;
   while (c) {
     hl_chunk *next = c->next;
-    if (collect_remote(tp, c)) chunk_emptied(tp, c);
+    /* a batch release may have taken next too: start again (collected chunks have no
+     * remote frees left, so each empties once) */
+    if (collect_remote(tp, c) && chunk_emptied(tp, c)) next = tp->others;
     c = next;
   }
 }
@@ -214,11 +235,11 @@ static void adopt(hl_tpool *tp, hl_chunk *c) {
   uint8_t *map = hl_chunk_sizemap(c), e;
   FOR_EACH_OBJECT(c, map, pos, e) {
     uint8_t cls = e & ~HL_SIZEMAP_FREE;
-    if ((e & HL_SIZEMAP_FREE) && !tp->no_reuse) slot_push(tp, cls, (char *)c + pos);
+    if ((e & HL_SIZEMAP_FREE) && !tp->no_reuse) slot_push(tp, c, cls, (char *)c + pos);
     pos += hl_class_size[cls];
   }
   chunks_push(tp, c);
-  if (collect_remote(tp, c)) chunk_emptied(tp, c);
+  if (collect_remote(tp, c)) (void)chunk_emptied(tp, c);
 }
 
 /* The owner thread is exiting: empty chunks go, the others wait for adoption with their
@@ -254,20 +275,13 @@ static int has_room(hl_chunk *c, uint8_t cls) {
   return (size_t)(c->end - c->bump) >= hl_class_size[cls];
 }
 
-/* The pool allocates again after chunks emptied: release them now (unlinking their slots)
+/* The pool allocates again after chunks emptied: release them now (their slots off the
+ * lists in one pass)
  * so that what is rebuilt is bumped in order into fresh space, not scattered over the
  * freed slots in the order they were freed (apa_split's lists: 0.57x glibc's time under
  * callsite when they were reused, 0.04x when released). */
 void hl_tpool_release_emptied(hl_tpool *tp) {
-  hl_chunk *c = tp->others;
-  while (c && tp->n_emptied) {
-    hl_chunk *next = c->next;
-    if (c->emptied) {
-      chunk_unlink_slots(tp, c);
-      release_other(tp, c);
-    }
-    c = next;
-  }
+  if (tp->n_emptied != 0) release_emptied(tp, 1);
 }
 
 void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
@@ -392,7 +406,7 @@ void hl_tpool_destroy(hl_tpool *tp) {
     c = next;
   }
   tp->others = NULL;
-  tp->n_others = tp->n_emptied = 0;
+  tp->n_others = tp->n_emptied = tp->n_doomed = 0;
   if (tp->cur) hl_chunk_release(tp->cur);
   tp->cur = NULL;
   memset(tp->free, 0, sizeof tp->free);

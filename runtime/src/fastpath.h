@@ -128,16 +128,10 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
 #endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
   hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
-  uintptr_t link = obj->link;
-  int unmarked = hl_link_unmark(&link);
-  *list = (hl_free_slot *)link;
-  if (HL_LIKELY(!unmarked)) { /* freed by free(): drop the double-free mark, keep the class */
-#if defined(__x86_64__)
-    __asm__("andb %1, %0" : "+m"(*hl_sizemap_entry(c, obj)) : "i"(~HL_SIZEMAP_FREE & 0xff));
-#else
-    *hl_sizemap_entry(c, obj) &= ~HL_SIZEMAP_FREE;
-#endif
-  }
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && !c->emptied);
+  hl_assert(obj->mark == hl_sizemap_entry(c, obj) ? (*obj->mark & HL_SIZEMAP_FREE) != 0 : *obj->mark == 0);
+  *list = obj->next;
+  hl_slot_unmark(obj); /* the double-free mark (or a sized delete's hl_no_mark: no change) */
   c->live++;
   return obj;
 }

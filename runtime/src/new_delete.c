@@ -80,20 +80,32 @@ static HL_NOINLINE __attribute__((noclone)) void *new_full_nothrow(size_t size) 
 static inline __attribute__((always_inline)) int new_forwards(uintptr_t ra) {
   return atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) || hl_site_forwards(ra);
 }
-#define HL_NEW_DIRECT(full, below, ...)                                             \
+#define HL_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
+/* After a missed pop, reached by a jump (so its return address is still the program's call
+ * site): the forward or the full path. Out of the entry point, so that the pop keeps to
+ * the registers it needs: with the forward inline, GCC saved a register and kept the
+ * entry's offset for it (4 instructions on every pooled new). */
+#define HL_NEW_MISSED(full, below, ...)                                             \
   uintptr_t ra = (uintptr_t)__builtin_return_address(0);                           \
-  void *p = hl_site_direct_pop(size, ra);                                           \
-  if (HL_LIKELY(p != NULL)) return p;                                               \
   if (hl_next_alloc.below != NULL && new_forwards(ra)) return hl_next_alloc.below(__VA_ARGS__); \
   return full(size)
-#define HL_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
-HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_full, op_new, size); }
-HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_full, op_new, size); }
+static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed(size_t size) {
+  HL_NEW_MISSED(new_full, op_new, size);
+}
+static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed_nothrow(size_t size, const void *nt) {
+  HL_NEW_MISSED(new_full_nothrow, op_new_nothrow, size, nt);
+}
+#define HL_NEW_DIRECT(missed, ...)                                                  \
+  void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));      \
+  if (HL_LIKELY(p != NULL)) return p;                                               \
+  return missed(__VA_ARGS__)
+HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_missed, size); }
+HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_missed, size); }
 HL_EXPORT HL_FRAMELESS void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
-  HL_NEW_DIRECT(new_full_nothrow, op_new_nothrow, size, nt);
+  HL_NEW_DIRECT(new_missed_nothrow, size, nt);
 }
 HL_EXPORT HL_FRAMELESS void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
-  HL_NEW_DIRECT(new_full_nothrow, op_new_nothrow, size, nt);
+  HL_NEW_DIRECT(new_missed_nothrow, size, nt);
 }
 HL_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
 HL_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
