@@ -78,7 +78,8 @@ static inline size_t hl_size_a16(size_t size) { return (size + 15) & ~(size_t)15
 static inline int hl_slot_aligned(uintptr_t p, uint8_t cls) { return !(p & ~(uintptr_t)hl_class_size[cls] & 8); }
 
 /* ---- options (options.c) ---- */
-enum hl_policy { HL_POLICY_UNINIT = 0, HL_POLICY_OFF, HL_POLICY_CALLSITE, HL_POLICY_PLAN };
+/* placing policies are >= HL_POLICY_CALLSITE (fastpath.h); dpa takes plan's slow paths (interpose.c) */
+enum hl_policy { HL_POLICY_UNINIT = 0, HL_POLICY_OFF, HL_POLICY_CALLSITE, HL_POLICY_PLAN, HL_POLICY_DPA };
 
 typedef struct hl_options {
   enum hl_policy policy;
@@ -412,6 +413,7 @@ typedef struct hl_trace {
 
 unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr);
 void hl_unwind_rule(uintptr_t pc, hl_step_rule *out); /* the cached rule at pc */
+int hl_unwind_function_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi); /* dpa: pc's function's code */
 
 #define HL_REG_RBP 6
 #define HL_REG_RSP 7

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpa.h"
 #include "fastpath.h"
 
 static hl_tpool *tpool_of(hl_heap *heap, uint16_t pool) {
@@ -60,6 +61,7 @@ static void remember_chain(hl_heap *heap, uintptr_t ra, const hl_trace *tr, unsi
 
 /* Reached from a cached site only, so the thread has its heap. */
 HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t size) {
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) == HL_POLICY_DPA) return hl_dpa_tpool(fp, size);
   hl_heap *heap = hl_tl_heap;
   const hl_trace *decided = NULL;
   unsigned steps;
@@ -79,6 +81,8 @@ HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0
 /* The plan caches "not grouped" too, and its walks record into the heap, so under plan a
  * thread gets its heap on its first allocation that misses the cache. */
 HL_NOINLINE hl_tpool *hl_plan_tpool_slow(void *const *fp, size_t size) {
+  /* the dpa policy shares the fast path's caches with plan; its slow path is its own */
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) == HL_POLICY_DPA) return hl_dpa_tpool(fp, size);
   hl_heap *heap = hl_heap_get();
   if (heap == NULL) return NULL; /* exiting: forwarded, nothing cached */
   int needs_walk;
@@ -116,6 +120,8 @@ HL_NOINLINE void *hl_malloc_from(size_t size, void *const *fp) {
   /* the full path: a PreFix site's allocations all come here, the program's first one too
    * (it starts the runtime, which may load a region: its counter must count it) */
   if (HL_UNLIKELY(atomic_load_explicit(&hl_state.policy, memory_order_relaxed) == HL_POLICY_UNINIT)) (void)hl_policy();
+  /* dpa: a context not cached in this thread (dpa_policy.c sees the object's address) */
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) == HL_POLICY_DPA) return hl_dpa_malloc(size, fp);
   if (HL_UNLIKELY(hl_prefix_on)) {
     void *p = hl_prefix_alloc(size, fp);
     if (p != NULL) return p;

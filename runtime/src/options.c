@@ -60,6 +60,7 @@ const char *hl_policy_name(int policy) {
     case HL_POLICY_OFF: return "off";
     case HL_POLICY_CALLSITE: return "callsite";
     case HL_POLICY_PLAN: return "plan";
+    case HL_POLICY_DPA: return "dpa";
     default: return "uninitialised";
   }
 }
@@ -149,8 +150,9 @@ void hl_options_parse(hl_options *opt, const char *const *env, int secure) {
     if (strcmp(p, "off") == 0) policy = HL_POLICY_OFF;
     else if (strcmp(p, "callsite") == 0) policy = HL_POLICY_CALLSITE;
     else if (strcmp(p, "plan") == 0) policy = HL_POLICY_PLAN;
+    else if (strcmp(p, "dpa") == 0) policy = HL_POLICY_DPA;
     else {
-      hl_message("HEAPLAYOUT_POLICY='%s' is not a policy (off, callsite, plan); running unoptimized", p);
+      hl_message("HEAPLAYOUT_POLICY='%s' is not a policy (off, callsite, plan, dpa); running unoptimized", p);
       ok = 0;
     }
   }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dpa.h"
 #include "internal.h"
 
 static _Atomic(long) resident_now[HL_MAX_POOLS];
@@ -24,6 +25,8 @@ void hl_pool_resident_add(uint16_t pool, long delta) {
   long peak = atomic_load_explicit(&resident_peak[pool], memory_order_relaxed);
   while (now > peak && !atomic_compare_exchange_weak(&resident_peak[pool], &peak, now)) {
   }
+  /* a pool takes another chunk: the dpa policy's do-no-harm check (dpa_policy.c) */
+  if (delta > 0 && atomic_load_explicit(&hl_state.policy, memory_order_relaxed) == HL_POLICY_DPA) hl_dpa_pool_grew(pool);
 }
 
 typedef struct pool_totals {
@@ -74,6 +77,8 @@ __attribute__((format(printf, 2, 3))) static void out_printf(out *o, const char 
   if (w > 0) o->n += (size_t)w < sizeof o->buf - o->n ? (size_t)w : sizeof o->buf - o->n - 1;
 }
 
+
+static void emit_out(void *ctx, const char *s) { out_printf(ctx, "%s", s); }
 
 /* "module+0xoffset" and the symbol, for a pool's allocation site. */
 static void describe_site(uintptr_t site, char *where, size_t cap, const char **sym) {
@@ -176,11 +181,16 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
              (unsigned long long)px.refused_busy, (unsigned long long)px.cut, (unsigned long long)px.freed,
              (unsigned long long)px.moved, (unsigned long long)px.reallocs);
   out_printf(&o, "},\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu,"
-             "\"plan_speculated\":%llu}\n",
+             "\"plan_speculated\":%llu",
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes),
              (unsigned long long)atomic_load(&hl_state.plan_walks),
              (unsigned long long)atomic_load(&hl_state.plan_replays), (unsigned long long)plan_speculated());
+  if (atomic_load(&hl_state.policy) == HL_POLICY_DPA) {
+    out_printf(&o, ",");
+    hl_dpa_stats_write(emit_out, &o, 1);
+  }
+  out_printf(&o, "}\n");
   out_flush(&o);
   close(o.fd);
   rename(tmp, path);
@@ -226,6 +236,7 @@ static void write_table(const pool_totals *t, unsigned npools) {
                (unsigned long long)px.refused_site, (unsigned long long)px.refused_size,
                (unsigned long long)px.refused_busy, (unsigned long long)px.cut, (unsigned long long)px.freed,
                (unsigned long long)px.moved);
+  if (atomic_load(&hl_state.policy) == HL_POLICY_DPA) hl_dpa_stats_write(emit_out, &o, 0);
   if (used == 0) {
     out_flush(&o);
     return;

@@ -99,6 +99,49 @@
 #define HL_PREFIX_CUT_MIN 64u
 #define HL_PREFIX_CUT_SHARE 4u
 
+/* ---- the dpa policy (dpa*.c, docs/dpa.md). Its thresholds are HL_DEFAULT_MIN_OBJECTS
+ * and HL_DEFAULT_MAX_SIZE above (DPA 3.3.1, 3.3.2: 100 objects, 128 bytes). DPA's 4 KiB
+ * header-free segments are our chunks: header-free too (the size map), 1 MiB (HALO). */
+
+/* DPA 3.1: the longest APCC (the paper's deepest was 4, in xalancbmk); 4 frames are also
+ * what the fast path's chain cache answers without a walk (HL_CHAIN_FAST_STEPS + 1). */
+#define HL_DPA_MAX_CHAIN 4u
+
+/* Ours. Instructions the wrapper analysis decodes for one return address before it gives
+ * up (DPA 3.1: "dozens of instructions on average"; a wrapper is short, a function past
+ * this is no wrapper worth a frame). */
+#define HL_DPA_DECODE_BUDGET 4096u
+
+/* Ours. Verdicts cached per return address (2^14) and APCCs in the compound table (2^14):
+ * far more allocation sites than a large program has (gcc: ~3000). */
+#define HL_DPA_VERDICT_BITS 14u
+#define HL_DPA_CHAIN_BITS 14u
+
+/* Ours. Object groups (heap nodes of the shape graph); past this, new contexts are not pooled. */
+#define HL_DPA_MAX_GROUPS 8192u
+
+/* Ours. After a group is pooled, its next allocations still take the slow path so that the
+ * shape graph learns its edges (DPA 3.2 learns them from a points-to analysis; we sample
+ * the group's previous object): then its contexts are cached in the fast path. */
+#define HL_DPA_LEARN_OBJECTS 256u
+
+/* Ours. Shape graph edges kept (group, offset, group), and the table of recently allocated
+ * objects (address -> group) that names the targets of pointers into the allocator
+ * underneath while groups are not pooled yet (2^16 entries, overwritten). */
+#define HL_DPA_MAX_EDGES 4096u
+#define HL_DPA_RECENT_BITS 16u
+
+/* Ours (issue 23, "do no harm"). When a pool of the calling thread that holds at least
+ * HL_DPA_HARM_MIN_CHUNKS chunks takes another one while more than
+ * (HL_DPA_HARM_FREE_SHARE - 1) / HL_DPA_HARM_FREE_SHARE of its bytes sit in free slots
+ * (live/capacity below 1/4: lifetimes and sizes that leave the pool fragmented, where the
+ * allocator underneath would have coalesced or shared them), its group goes back to the
+ * allocator underneath. The share is estimated from HL_DPA_HARM_SAMPLES random bytes of
+ * the pool (256: about +-3%, a few microseconds once per MiB the pool grows). */
+#define HL_DPA_HARM_MIN_CHUNKS 2u
+#define HL_DPA_HARM_FREE_SHARE 4u
+#define HL_DPA_HARM_SAMPLES 256u
+
 /* dlsym may allocate before the allocator underneath is known: served from here. */
 #define HL_BOOTSTRAP_BYTES (64u << 10)
 

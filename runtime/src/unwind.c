@@ -253,9 +253,9 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t code_align, in
 }
 
 /* The unwind rule at pc (a return address: the call is at pc-1), or 0 if unknown.
- * *fn: the start of the function (FDE) holding pc-1, or 0 if none was found. */
-static int compute_rule(uintptr_t pc, cfa_state *out, uintptr_t *fn) {
-  *fn = 0;
+ * *fn, *fn_end: the bounds of the function (FDE) holding pc-1, or 0 if none was found. */
+static int compute_rule(uintptr_t pc, cfa_state *out, uintptr_t *fn, uintptr_t *fn_end) {
+  *fn = *fn_end = 0;
   const module_range *m = module_of(pc);
   if (m == NULL) {
     hl_unwind_refresh_modules();
@@ -310,6 +310,7 @@ static int compute_rule(uintptr_t pc, cfa_state *out, uintptr_t *fn) {
   if (!read_encoded(&p, fde_end, fde_enc & 0x0f, 0, &pc_range)) return 0;
   if (at < pc_begin || at >= pc_begin + pc_range) return 0;
   *fn = pc_begin;
+  *fn_end = pc_begin + pc_range;
   if (aug[0] == 'z') {
     uint64_t alen = read_uleb(&p, fde_end);
     p += alen;
@@ -345,8 +346,8 @@ void hl_unwind_set_collapse_functions(int on) { collapse_functions = on; }
 static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
   static atomic_flag fill_lock = ATOMIC_FLAG_INIT;
   cfa_state st;
-  uintptr_t fn;
-  int ok = compute_rule(pc, &st, &fn);
+  uintptr_t fn, fn_end;
+  int ok = compute_rule(pc, &st, &fn, &fn_end);
   hl_step_rule step = {.cfa_off = ok ? (int32_t)st.cfa_off : 0,
                        .rbp_off = ok ? (int32_t)st.rbp_off : 0,
                        .cfa_reg = (int8_t)(ok ? st.cfa_reg : -1),
@@ -394,6 +395,14 @@ static inline const cached_rule *rule_of(uintptr_t pc) {
 }
 
 void hl_unwind_rule(uintptr_t pc, hl_step_rule *out) { *out = rule_of(pc)->step; }
+
+/* The code range of the function (its FDE) holding the call that returns to pc: the DPA
+ * policy's wrapper analysis decodes it (dpa_wrapper.c). Not cached: the verdict is. */
+int hl_unwind_function_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi) {
+  cfa_state st;
+  (void)compute_rule(pc, &st, lo, hi);
+  return *lo != 0 && *hi > *lo && pc > *lo && pc <= *hi;
+}
 
 /* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
  * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
