@@ -20,7 +20,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
 UNGROUPED = "#7f7f7f"
 WIDTH = 1000
 NODE_GAP = 60  # pixels of circle per member
-LABEL_CHARS = 26
+LABEL_CHARS = 30
 
 
 def group_colour(group: int) -> str:
@@ -112,7 +112,7 @@ def affinity_svg(profile: Profile, group_of: dict[int, int] | None) -> tuple[str
                    f'<circle cx="{n.x:.1f}" cy="{n.y:.1f}" r="{n.r:.1f}" fill="{group_colour(n.group)}" '
                    f'stroke="#222" stroke-width="{ring_w:.1f}"><title>{escape(tip)}</title></circle>'
                    f'<text x="{n.x:.1f}" y="{n.y + n.r + 11:.1f}" text-anchor="middle">'
-                   f'{escape(_shorten(names[n.context]))}</text></g>')
+                   f'#{n.context} {escape(_shorten(names[n.context]))}</text></g>')
     out.append("</svg>")
     info = {"nodes": len(nodes), "edges": len(edges), "groups": len([g for g in clusters if g]),
             "contexts": len(profile.contexts), "affinity_edges": len(profile.affinity)}

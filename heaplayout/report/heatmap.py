@@ -78,7 +78,7 @@ def build_heatmap(profile: Profile, layout: Layout) -> Heatmap:
         pages_sum, lines_sum, windows = len(pages), len(lines), 1
     notes = []
     if step > 1:
-        notes.append(f"every {step}th of {len(stream):,} references drawn")
+        notes.append(f"1 in {step} of {len(stream):,} references drawn")
     if profile.stream_truncated:
         notes.append("the profiler cut the stream at --stream-max: later references are missing")
     if unplaced:

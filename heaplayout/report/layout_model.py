@@ -187,11 +187,12 @@ def _compact(title: str, placed: dict[int, tuple[Segment, int]], sizes: dict[int
     return Layout(title, position, model, bands)
 
 
-def allocator_layout(profile: Profile) -> Layout:
+def allocator_layout(profile: Profile, ordered: list | None = None) -> Layout:
+    """`ordered`: events(profile.objects), when the caller already has them."""
     m = GlibcModel()
     placed: dict[int, tuple[Segment, int]] = {}
     live: dict[int, tuple[Segment, int]] = {}
-    for _k, is_alloc, o in events(profile.objects):
+    for _k, is_alloc, o in ordered if ordered is not None else events(profile.objects):
         if is_alloc:
             live[o.id] = placed[o.id] = m.malloc(o.size)
         else:
@@ -201,12 +202,12 @@ def allocator_layout(profile: Profile) -> Layout:
     return _compact("allocator alone (glibc-like model)", placed, sizes, 0, {})
 
 
-def plan_layout(profile: Profile, plan: Plan, group_of: dict[int, int]) -> Layout:
+def plan_layout(profile: Profile, plan: Plan, group_of: dict[int, int], ordered: list | None = None) -> Layout:
     site_of = {c.id: (c.frames[0] if c.frames else None) for c in profile.contexts.values()}
     m = PlanModel(plan, group_of, site_of)
     placed: dict[int, tuple[Segment, int]] = {}
     live: dict[int, tuple[Segment, int]] = {}
-    for _k, is_alloc, o in events(profile.objects):
+    for _k, is_alloc, o in ordered if ordered is not None else events(profile.objects):
         if is_alloc:
             live[o.id] = placed[o.id] = m.malloc(o)
         else:

@@ -10,6 +10,8 @@ from ..commands.plan import short_function
 from ..profile_format import Profile
 from .limits import NAME_MAX_FRAMES
 
+LIBRARY_NAMESPACES = ("std", "__gnu_cxx", "__cxx11", "__detail")
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".C", ".c++")
 # GCC's clone suffixes (xmalloc.constprop.0, f.isra.0, g.part.1, h.cold) name no source function
 _CLONE = re.compile(r"(\.(constprop|isra|part|cold|lto_priv)(\.\d+)?)+$")
 
@@ -21,21 +23,53 @@ def frame_label(profile: Profile, module: int, offset: int) -> str:
         name = mod.path.rsplit("/", 1)[-1] if mod else f"module{module}"
         return f"{name}+0x{offset:x}"
     name = _CLONE.sub("", short_function(sym.function))
-    return f"{name}:{sym.line}" if sym.line else name
+    if not sym.line:
+        return name
+    base = sym.file.rsplit("/", 1)[-1] if sym.file else ""
+    if base and not base.endswith(SOURCE_SUFFIXES):
+        # a line of a header inlined into `name` (stl_vector.h:1294 inside build): say whose line it is
+        return f"{name} ({base}:{sym.line})"
+    return f"{name}:{sym.line}"
+
+
+def library_tag(label: str) -> str | None:
+    """`vector` for a frame of the C++ library's code inlined into the program
+    (std::vector::emplace_back:1287), None for the program's own code."""
+    function = label.split(" (", 1)[0]
+    head, _, line = function.rpartition(":")
+    if line.isdigit():
+        function = head
+    parts = [p for p in function.split("::") if p]
+    if not parts or parts[0] not in LIBRARY_NAMESPACES:
+        return None
+    rest = [p for p in parts[1:-1] if p not in LIBRARY_NAMESPACES]
+    return rest[0] if rest else parts[-1]
 
 
 def context_names(profile: Profile) -> dict[int, str]:
-    """context id -> `f:12 ← g:40`, innermost first, unique where NAME_MAX_FRAMES frames allow."""
-    labels = {cid: [frame_label(profile, m, off) for m, off in c.frames] for cid, c in profile.contexts.items()}
+    """context id -> `f:12 ← g:40`, innermost first, unique where NAME_MAX_FRAMES frames allow.
+    Frames of C++ library templates (std::, __gnu_cxx::) inlined at the innermost end are
+    named by their class in brackets after the program's frames: `build:530 ← main:163 [_Rb_tree]`."""
+    labels: dict[int, list[str]] = {}
+    tags: dict[int, str] = {}
+    for cid, c in profile.contexts.items():
+        frames = [frame_label(profile, m, off).replace("(anon)::", "") for m, off in c.frames]
+        k = 0
+        while k < len(frames) - 1 and library_tag(frames[k]) is not None:
+            k += 1
+        if k:
+            tags[cid] = f" [{library_tag(frames[0])}]"
+        labels[cid] = frames[k:]
     names: dict[int, str] = {}
     for cid, frames in labels.items():
         n = 1
         while n < min(NAME_MAX_FRAMES, len(frames)):
             prefix = frames[:n]
-            if sum(1 for other, f in labels.items() if other != cid and f[:n] == prefix) == 0:
+            if not any(other != cid and f[:n] == prefix and tags.get(other) == tags.get(cid)
+                       for other, f in labels.items()):
                 break
             n += 1
-        names[cid] = " ← ".join(frames[:n]) or f"context {cid}"
+        names[cid] = (" ← ".join(frames[:n]) or f"context {cid}") + tags.get(cid, "")
     return names
 
 

@@ -17,7 +17,7 @@ from .affinity_graph import affinity_svg
 from .bench_section import from_bench, from_optimize, measurements_table, rounds_svg
 from .heatmap import Heatmap, build_heatmap
 from .inputs import Loaded, ReportInputs, load_inputs
-from .layout_model import allocator_layout, plan_layout
+from .layout_model import allocator_layout, events, plan_layout
 from .plan_groups import PlanGrouping, plan_grouping
 from .script import JS
 from .style import CSS
@@ -85,9 +85,10 @@ def build_report(data: Loaded) -> Report:
 
     maps: list[Heatmap] = []
     if prof is not None and prof.stream and prof.objects:
-        maps.append(build_heatmap(prof, allocator_layout(prof)))
+        ordered = events(prof.objects)
+        maps.append(build_heatmap(prof, allocator_layout(prof, ordered)))
         if plan is not None and grouping is not None:
-            maps.append(build_heatmap(prof, plan_layout(prof, plan, grouping.group_of)))
+            maps.append(build_heatmap(prof, plan_layout(prof, plan, grouping.group_of, ordered)))
 
     body = []
     body.append(_section("summary", "Summary", summary_html(data, grouping, maps), True))
