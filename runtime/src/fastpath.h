@@ -141,11 +141,14 @@ static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.counting); }
 
 /* After a missed site-direct pop: the allocator underneath serves this request without
  * more ado, because the thread's cache holds the site as not pooled (hl_alloc_try's
- * HL_FORWARD for it, any size) and nothing is counted. Lets malloc and new forward in a
- * tail call with no frame. */
-static inline __attribute__((always_inline)) int hl_site_forwards(uintptr_t ra) {
+ * HL_FORWARD for it, any size), or its pool takes no object of this size (a callsite pool
+ * and a request over its 128 bytes: the full path cost about 30 instructions more), and
+ * nothing is counted. Lets malloc and new forward in a tail call with no frame. */
+static inline __attribute__((always_inline)) int hl_site_forwards(uintptr_t ra, size_t size) {
   const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
-  return e->ra == ra && e->tp == NULL && !hl_counting();
+  if (e->ra != ra || hl_counting()) return 0;
+  const hl_tpool *tp = e->tp;
+  return tp == NULL || (tp != HL_TP_WALK && size > tp->max_size);
 }
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
  * this site (tp a pool that takes size, statistics off, no emptied chunk: the pop does not

@@ -77,8 +77,8 @@ static HL_NOINLINE __attribute__((noclone)) void *new_full(size_t size) { return
 static HL_NOINLINE __attribute__((noclone)) void *new_full_nothrow(size_t size) { return new_impl(size, RA, 1); }
 /* then, for a request the allocator underneath serves (policy off, or a site cached as not
  * pooled) and that has its own new: a tail call to it (new_below) */
-static inline __attribute__((always_inline)) int new_forwards(uintptr_t ra) {
-  return atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) || hl_site_forwards(ra);
+static inline __attribute__((always_inline)) int new_forwards(uintptr_t ra, size_t size) {
+  return atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) || hl_site_forwards(ra, size);
 }
 #define HL_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
 /* After a missed pop, reached by a jump (so its return address is still the program's call
@@ -87,7 +87,7 @@ static inline __attribute__((always_inline)) int new_forwards(uintptr_t ra) {
  * entry's offset for it (4 instructions on every pooled new). */
 #define HL_NEW_MISSED(full, below, ...)                                             \
   uintptr_t ra = (uintptr_t)__builtin_return_address(0);                           \
-  if (hl_next_alloc.below != NULL && new_forwards(ra)) return hl_next_alloc.below(__VA_ARGS__); \
+  if (hl_next_alloc.below != NULL && new_forwards(ra, size)) return hl_next_alloc.below(__VA_ARGS__); \
   return full(size)
 static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed(size_t size) {
   HL_NEW_MISSED(new_full, op_new, size);
