@@ -16,7 +16,7 @@ from pathlib import Path
 from . import allocators, paths
 from .plan_format import plan_file_problem
 
-POLICIES = ("off", "callsite", "plan")
+POLICIES = ("off", "callsite", "plan", "dpa")
 
 # option name used on the command line -> environment variable read by the runtime
 OPTION_VARIABLES: dict[str, str] = {

@@ -87,7 +87,7 @@ def test_default_configs_in_order():
         ("callsite:max_size=1,max_size=2", "given twice"),
         ("glibc=mimalloc", "built-in configuration name"),
         ("x=", "empty spec"),
-        ("dpa", "not built yet"),
+        ("dpa+nosuch", "unknown allocator 'nosuch'"),
         ("off=x", "built-in"),
         ("callsite=x", "built-in"),
     ],

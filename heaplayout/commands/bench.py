@@ -34,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="configurations (first = baseline; default: " + ",".join(engine.DEFAULT_CONFIGS) + "):\n"
         "  glibc jemalloc mimalloc tcmalloc   plain allocators\n"
-        "  off callsite                       our runtime (policy) on glibc\n"
+        "  off callsite dpa                   our runtime (policy) on glibc\n"
         "  /PATH/libfoo.so                    another allocator: a shared library that defines malloc\n"
         "  POLICY+ALLOCATOR                   our runtime on another allocator, e.g. callsite+mimalloc\n"
         "  SPEC:OPT=V,OPT=V                   runtime options, e.g. callsite:min_objects=10,max_size=256\n"
