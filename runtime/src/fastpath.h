@@ -17,6 +17,9 @@
 
 #include "internal.h"
 
+/* An answer of the fast paths: the allocator underneath serves this request. */
+#define HL_FORWARD ((void *)1)
+
 /* The per-thread cache of allocation sites (hl_heap.sites, internal.h) is direct-mapped
  * by return address (hl_site_entry). */
 
@@ -93,6 +96,7 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
   /* a 16-multiple class after an odd-multiple one: the slow path pads the bump (tested only
    * when the bump is not 16-aligned, which only odd-multiple classes leave) */
   if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, (uint8_t)cls)) return NULL;
+  if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   c->bump = b + csize;
   *hl_sizemap_entry_used(c, b) = (uint8_t)cls;
   c->live++;
@@ -104,7 +108,8 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
  * the site asked for last, and the head of the pool's free list for that size's class,
  * found through the entry (no policy test: a thread has cache entries only under a placing
  * policy; no size class lookup; no statistics: entries get a direct list only while
- * statistics are off). NULL: take the full path (hl_alloc_try and on). */
+ * statistics are off). NULL: take the full path (hl_alloc_try and on); HL_FORWARD: the
+ * site's pool takes no object of this size (callsite over 128 bytes), forward it. */
 static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t size, uintptr_t ra) {
   const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
   if (HL_UNLIKELY(e->ra != ra)) return NULL;
@@ -116,7 +121,8 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
      * mixed paid about 65 instructions more for each request of its varying site. */
     if (list == &hl_no_slot) return NULL;
     const hl_tpool *tp = e->tp;
-    if (size > tp->direct_max) return NULL;
+    if (size > tp->direct_max) /* as hl_alloc_try decides (the full path cost ~20 more) */
+      return size > tp->max_size || size > hl_state.opt.max_size ? HL_FORWARD : NULL;
     list = (hl_free_slot **)&tp->free[tp->classes[(size + 7) >> 3]];
   }
   hl_free_slot *obj;
@@ -127,6 +133,8 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   obj = *list;
 #endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
+  /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
+  if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && !c->emptied);
   hl_assert(obj->mark == hl_sizemap_entry(c, obj) ? (*obj->mark & HL_SIZEMAP_FREE) != 0 : *obj->mark == 0);
@@ -181,7 +189,6 @@ static inline void *hl_counted(void *p, size_t size) {
  * (HL_FORWARD: the allocator underneath serves it). NULL means "take the full path"
  * (hl_malloc_from and its kin). It calls nothing, so the entry points inlining it stay
  * leaves. */
-#define HL_FORWARD ((void *)1)
 static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, void *const *fp) {
   int policy = atomic_load_explicit(&hl_state.policy, memory_order_relaxed);
   if (policy < HL_POLICY_CALLSITE) return policy == HL_POLICY_OFF ? HL_FORWARD : NULL; /* NULL: not started */

@@ -161,8 +161,9 @@ static HL_NOINLINE __attribute__((noclone, optimize("omit-frame-pointer"))) void
 
 HL_EXPORT __attribute__((noinline, optimize("omit-frame-pointer"))) void *malloc(size_t size) {
   void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));
-  if (HL_LIKELY(p != NULL)) return p;
-  if (atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed)) return hl_next_alloc.malloc(size);
+  if (HL_LIKELY(p > HL_FORWARD)) return p;
+  if (p == HL_FORWARD || atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed))
+    return hl_next_alloc.malloc(size);
   return malloc_missed(size);
 }
 

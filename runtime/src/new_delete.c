@@ -97,7 +97,7 @@ static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed_nothro
 }
 #define HL_NEW_DIRECT(missed, ...)                                                  \
   void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));      \
-  if (HL_LIKELY(p != NULL)) return p;                                               \
+  if (HL_LIKELY(p > HL_FORWARD)) return p; /* HL_FORWARD: missed forwards it */     \
   return missed(__VA_ARGS__)
 HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_missed, size); }
 HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_missed, size); }
