@@ -49,25 +49,6 @@ static inline void slot_push(hl_tpool *tp, hl_chunk *c, uint8_t cls, void *p) {
   tp->free[cls] = s;
 }
 
-/* Takes every slot of a chunk whose `emptied` is at least `from` off tp's lists, in one
- * pass over them (the lists are singly linked: internal.h). The pass reads every free slot
- * of the pool, so it runs for a batch of chunks, never for one at a time (chunk_emptied).
- * A kept slot's link is written only when its successor changed. */
-static void lists_drop_emptied(hl_tpool *tp, uint8_t from) {
-  for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
-    hl_free_slot **head = &tp->free[cls], *last = NULL; /* last: the last slot kept */
-    for (hl_free_slot *s = *head, *next; s != NULL; s = next) {
-      next = hl_slot_next(s);
-      if (hl_chunk_of(s)->emptied >= from) continue;
-      hl_free_slot **at = last ? &last->next : head;
-      if (*at != s) *at = s;
-      last = s;
-    }
-    hl_free_slot **end = last ? &last->next : head;
-    if (*end != NULL) *end = NULL;
-  }
-}
-
 /* The objects of a chunk, in address order: from byte offset lo to the bump pointer, a
  * granule whose size-map entry is set holds an object starting at the walk's position if
  * that is inside it (objects are contiguous), else at its start; an unset entry means the
@@ -105,8 +86,48 @@ static void drop_all(hl_tpool *tp) {
 }
 
 /* Releases tp's chunks whose `emptied` is at least `from` (2: the doomed ones, 1: all). */
+/* Objects in chunk c (every object of an emptied chunk is a free slot on a list). */
+static size_t chunk_objects(hl_chunk *c) {
+  uint8_t *map = hl_chunk_sizemap(c), e;
+  size_t n = 0;
+  FOR_EACH_OBJECT(c, map, pos, e) {
+    n++;
+    pos += hl_class_size[e & ~HL_SIZEMAP_FREE];
+  }
+  return n;
+}
+
+/* Takes the n free slots of the chunks whose `emptied` is at least `from` off tp's lists,
+ * in one pass over them (the lists are singly linked: internal.h) that stops when it has
+ * found them all: the chunks emptied last (a pool torn down in order) have their slots at
+ * the heads. A kept slot's link is written only when its successor changed. */
+static void lists_drop_emptied(hl_tpool *tp, uint8_t from, size_t n) {
+  for (unsigned cls = 1; cls < HL_NCLASSES && n > 0; cls++) {
+    hl_free_slot **at = &tp->free[cls], *s = *at; /* at: the link that reaches s */
+    while (s != NULL && n > 0) {
+      if (hl_chunk_of(s)->emptied >= from) { /* dropped */
+        s = s->next;
+        n--;
+        continue;
+      }
+      if (*at != s) *at = s;
+      at = &s->next;
+      s = *at;
+    }
+    if (*at != s) *at = s; /* the rest of the list, or its end */
+  }
+  hl_assert(n == 0);
+#ifdef HL_DEBUG
+  for (unsigned cls = 1; cls < HL_NCLASSES; cls++)
+    for (hl_free_slot *s = tp->free[cls]; s; s = s->next) hl_assert(hl_chunk_of(s)->emptied < from);
+#endif
+}
+
 static void release_emptied(hl_tpool *tp, uint8_t from) {
-  lists_drop_emptied(tp, from);
+  size_t n = 0;
+  for (hl_chunk *c = tp->others; c; c = c->next)
+    if (c->emptied >= from) n += chunk_objects(c);
+  lists_drop_emptied(tp, from, n);
   hl_chunk *c = tp->others;
   while (c && (from == 2 ? tp->n_doomed : tp->n_emptied)) {
     hl_chunk *next = c->next;
