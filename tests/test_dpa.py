@@ -110,3 +110,23 @@ def test_wrapper_workloads_identical_on_each_allocator(build_dir: Path, tmp_path
     plain = run_program([str(w.binary("nofp")), *w.args("small")], timeout=120)
     out, _ = _run_dpa(w.binary("nofp"), tmp_path, w.args("small"), allocator=allocator)
     assert out == plain.stdout
+
+
+@pytest.mark.parametrize("allocator", ["glibc", "jemalloc", "mimalloc", "tcmalloc"])
+def test_stress_program_under_dpa(build_dir: Path, tmp_path: Path, allocator: str) -> None:
+    """tests/stress: every byte of every object, calloc, realloc, aligned requests, 4 threads
+    with cross-thread frees and a fork() in the middle; dpa on each allocator must give the
+    plain glibc summary, and really pool (small thresholds, so that more groups do)."""
+    stress = build_dir / "tests" / "stress" / "stress"
+    args = ["4", "100000", "1"]
+    extra = {"STRESS_MAX_ALIGN": "128"} if allocator == "mimalloc" else {}  # see test_stress.py
+    plain = run_program([str(stress), *args], env_extra=extra, timeout=180)
+    assert plain.returncode == 0
+    stats = tmp_path / "stress.json"
+    env = runtime_env(RuntimeConfig(policy="dpa", allocator=allocator, stats_json=str(stats),
+                                    options={"min_objects": "10", "max_size": "512"}))
+    res = run_program([str(stress), *args], env_extra={**env, **extra}, timeout=180)
+    assert res.returncode == 0, res.stderr.decode(errors="replace")[-3000:]
+    assert res.stdout == plain.stdout
+    data = json.loads(stats.read_text())
+    assert sum(int(p["objects"]) for p in data["pools"]) > 1000

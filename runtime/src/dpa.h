@@ -128,6 +128,10 @@ void *hl_dpa_malloc(size_t size, void *const *fp);
 hl_tpool *hl_dpa_tpool(void *const *fp, size_t size);
 /* a DPA pool of the calling thread takes another chunk (stats.c): the do-no-harm check */
 void hl_dpa_pool_grew(uint16_t pool);
+void hl_dpa_fork_prepare(void); /* takes the verdict, chain and group locks (in that order) */
+void hl_dpa_verdicts_fork(int take);
+void hl_dpa_chains_fork(int take);
+void hl_dpa_fork_done(void);
 
 typedef struct dpa_stats {
   uint64_t groups, pooled, merged, returned, slow_allocs;

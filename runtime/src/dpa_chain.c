@@ -88,6 +88,14 @@ uint32_t hl_dpa_chain_group(const dpa_chain *c, size_t size) {
   return group;
 }
 
+void hl_dpa_chains_fork(int take) {
+  if (take)
+    while (atomic_flag_test_and_set_explicit(&chains_lock, memory_order_acquire)) {
+    }
+  else
+    atomic_flag_clear_explicit(&chains_lock, memory_order_release);
+}
+
 void hl_dpa_chain_lengths(uint64_t out[HL_DPA_MAX_CHAIN + 1]) {
   for (unsigned i = 0; i <= HL_DPA_MAX_CHAIN; i++) out[i] = atomic_load_explicit(&chains_by_len[i], memory_order_relaxed);
 }

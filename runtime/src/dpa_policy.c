@@ -214,8 +214,10 @@ static hl_tpool *decide(void *const *fp, size_t size, uint32_t *gout, int sample
   dpa_chain c;
   hl_dpa_chain_of(fp, &c);
   uint32_t g = hl_dpa_chain_group(&c, size);
-  atomic_fetch_add_explicit(&n_slow, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&slow_by_len[c.len], 1, memory_order_relaxed);
+  if (hl_counting()) { /* shared counters: only for the statistics */
+    atomic_fetch_add_explicit(&n_slow, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&slow_by_len[c.len], 1, memory_order_relaxed);
+  }
   if (g == 0) {
     cache_chain(heap, &c, NULL, size);
     return NULL;
@@ -239,10 +241,10 @@ static hl_tpool *decide(void *const *fp, size_t size, uint32_t *gout, int sample
       state = atomic_load_explicit(&groups[r].state, memory_order_relaxed);
     }
   }
-  uint32_t n = atomic_fetch_add_explicit(&groups[r].count, 1, memory_order_relaxed) + 1;
   uint16_t pool = atomic_load_explicit(&groups[r].pool, memory_order_acquire);
-  if (pool == 0) {
-    if (n <= hl_state.opt.min_objects) return NULL; /* counted: not cached */
+  if (pool == 0) { /* counted towards the threshold (a pooled root's count is not read again) */
+    uint32_t n = atomic_fetch_add_explicit(&groups[r].count, 1, memory_order_relaxed) + 1;
+    if (n <= hl_state.opt.min_objects) return NULL; /* not cached: the next one is counted too */
     if ((pool = promote(r)) == 0) {
       cache_chain(heap, &c, NULL, size);
       return NULL;
@@ -352,6 +354,18 @@ void hl_dpa_pool_grew(uint16_t pool) {
     tp->direct_max = 0;
     forget_tpool(heap, tp);
   }
+}
+
+/* fork: the child must not inherit a lock another thread held (init.c) */
+void hl_dpa_fork_prepare(void) { /* in the order a thread may take them */
+  hl_dpa_verdicts_fork(1);
+  hl_dpa_chains_fork(1);
+  hl_dpa_lock();
+}
+void hl_dpa_fork_done(void) {
+  hl_dpa_unlock();
+  hl_dpa_chains_fork(0);
+  hl_dpa_verdicts_fork(0);
 }
 
 /* ---- statistics ---- */

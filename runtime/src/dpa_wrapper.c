@@ -397,6 +397,14 @@ static HL_NOINLINE int verdict_fill(uintptr_t ra, uint32_t i) {
   return v;
 }
 
+void hl_dpa_verdicts_fork(int take) {
+  if (take)
+    while (atomic_flag_test_and_set_explicit(&verdict_lock, memory_order_acquire)) {
+    }
+  else
+    atomic_flag_clear_explicit(&verdict_lock, memory_order_release);
+}
+
 int hl_dpa_verdict(uintptr_t ra) {
   uint32_t i = (uint32_t)((ra * 0x9E3779B97F4A7C15ull) >> (64 - HL_DPA_VERDICT_BITS));
   for (unsigned probe = 0; probe < 64; probe++) {

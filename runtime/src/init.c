@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include "dpa.h"
 #include "internal.h"
 
 hl_state_t hl_state;
@@ -15,12 +16,14 @@ __thread int hl_in_init __attribute__((tls_model("initial-exec")));
 static _Atomic(int) init_stage; /* 0 not started, 1 running, 2 done */
 
 static void fork_prepare(void) {
+  hl_dpa_fork_prepare();
   hl_heap_fork_prepare();
   hl_chunk_lock_all();
 }
 static void fork_done(void) {
   hl_chunk_unlock_all();
   hl_heap_fork_done();
+  hl_dpa_fork_done();
 }
 
 void hl_init(void) {
