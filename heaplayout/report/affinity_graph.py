@@ -64,7 +64,7 @@ def affinity_svg(profile: Profile, group_of: dict[int, int] | None) -> tuple[str
     for g in order:
         members = clusters[g]
         ring = 0.0 if len(members) == 1 else max(40.0, NODE_GAP * len(members) / (2 * math.pi))
-        half = ring + 90  # room for the node labels beside the ring
+        half = ring + 115  # room for the node labels beside the ring
         tall = 30 + 2 * (ring + 32) + 24  # group label, ring, node labels below
         if x + 2 * half > WIDTH and x > 0:
             x, y, row_h = 0.0, y + row_h, 0.0

@@ -6,10 +6,12 @@ allocated and freed, not addresses (hlprof tracks objects, and its run's address
 valgrind's allocator's anyway). The heatmap needs addresses, so they are modelled:
 
 - **allocator alone** (`GlibcModel`): glibc's shape for small blocks: a 16-byte-aligned
-  chunk of max(32, size + 8 rounded up to 16) bytes; a freed chunk is reused, most recently
-  freed first, by the next request of the same chunk size (tcache and fastbins behave so);
-  otherwise the top of the heap grows. No splitting or coalescing of free chunks. Requests
-  of at least glibc's initial mmap threshold (128 KiB) get their own mapping.
+  chunk of max(32, size + 8 rounded up to 16) bytes; a freed chunk is reused by a later
+  request of the same chunk size through glibc's tcache and fastbins, and through exact-size
+  bins beyond them; otherwise the top of the heap grows. No splitting or coalescing of free
+  chunks, no realloc in place. Requests of at least glibc's initial mmap threshold (128 KiB)
+  get their own mapping. benchmarks/report_model/fidelity.py measures how many objects the
+  model puts where glibc does (docs/report.md).
 - **under the plan** (`PlanModel`): objects of a grouped context (up to the plan's
   max_object_size) are bump-allocated in their group's chunks of the plan's chunk size,
   mixed sizes in allocation order, and a freed slot is reused most recently freed first by
@@ -31,6 +33,9 @@ from ..profile_format import Object, Profile
 
 GLIBC_MMAP_THRESHOLD = 128 * 1024  # glibc's DEFAULT_MMAP_THRESHOLD_MIN (it grows at run time)
 GLIBC_MIN_CHUNK = 32
+GLIBC_TCACHE_COUNT = 7  # glibc's tcache_count default
+GLIBC_TCACHE_MAX_CHUNK = 1040  # chunks of requests up to tcache_max_bytes 1032
+GLIBC_FASTBIN_MAX_CHUNK = 128  # DEFAULT_MXFAST on 64-bit (64 * SIZE_SZ / 4)
 GLIBC_HEADER = 16  # the user pointer is 16 bytes past the chunk start
 PAGE = 4096
 MMAP_BASE = 1 << 40  # model address spaces of the three kinds of memory, far apart
@@ -55,9 +60,15 @@ def slot_size(size: int, align: int) -> int:
 
 
 class GlibcModel:
+    """tcache (7 chunks per size up to 1040 bytes, LIFO), fastbins (chunks up to 128 bytes,
+    LIFO; a request served from one moves up to 7 more into the tcache, which reverses their
+    order), exact-size LIFO bins for the rest, then the top of the heap."""
+
     def __init__(self) -> None:
         self.top = 0
         self.mmap_top = 0
+        self.tcache: dict[int, list[int]] = {}
+        self.fast: dict[int, list[int]] = {}
         self.bins: dict[int, list[int]] = {}
 
     def malloc(self, size: int) -> tuple[Segment, int]:
@@ -66,6 +77,16 @@ class GlibcModel:
             self.mmap_top += (size + GLIBC_HEADER + PAGE - 1) // PAGE * PAGE
             return ("mmap", 0), at + GLIBC_HEADER
         csz = glibc_chunk(size)
+        cached = self.tcache.get(csz)
+        if cached:
+            return ("heap", 0), cached.pop()
+        fast = self.fast.get(csz)
+        if fast:
+            victim = fast.pop()
+            cached = self.tcache.setdefault(csz, [])
+            while fast and len(cached) < GLIBC_TCACHE_COUNT:
+                cached.append(fast.pop())
+            return ("heap", 0), victim
         free = self.bins.get(csz)
         if free:
             return ("heap", 0), free.pop()
@@ -74,8 +95,16 @@ class GlibcModel:
         return ("heap", 0), at
 
     def free(self, seg: Segment, offset: int, size: int) -> None:
-        if seg[0] == "heap":
-            self.bins.setdefault(glibc_chunk(size), []).append(offset)
+        if seg[0] != "heap":
+            return
+        csz = glibc_chunk(size)
+        cached = self.tcache.setdefault(csz, [])
+        if csz <= GLIBC_TCACHE_MAX_CHUNK and len(cached) < GLIBC_TCACHE_COUNT:
+            cached.append(offset)
+        elif csz <= GLIBC_FASTBIN_MAX_CHUNK:
+            self.fast.setdefault(csz, []).append(offset)
+        else:
+            self.bins.setdefault(csz, []).append(offset)
 
 
 class PlanModel:

@@ -45,7 +45,7 @@ JS = r"""
     m.bands.forEach(function (b, i) {
       var y0 = H - b[1] / m.extent * H, y1 = H - b[2] / m.extent * H;
       g.strokeStyle = "#9ab"; g.beginPath(); g.moveTo(L - 6, y1 + 0.5); g.lineTo(L + W, y1 + 0.5); g.stroke();
-      if (y0 - y1 >= 13) {
+      if (y0 - y1 >= 13 && (y0 + y1) / 2 > 22) {  // room for it, and clear of the extent label
         g.fillText(b[0].slice(0, 17), 2, (y0 + y1) / 2 + 4);
       }
     });

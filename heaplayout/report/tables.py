@@ -73,8 +73,9 @@ def site_misses(profile: Profile, sim: Simulation) -> dict[int, tuple[int, int]]
     return out
 
 
-def lifetimes(profile: Profile) -> dict[int, tuple[float, float]]:
-    """context id -> (median lifetime in heap accesses, share of objects live at exit)."""
+def object_lifetimes(profile: Profile) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """context id -> its objects' lifetimes in heap accesses (an object live at exit lives
+    until the end of the run), and context id -> how many were live at exit."""
     end = profile.heap_accesses
     per: dict[int, list[int]] = {}
     live: dict[int, int] = {}
@@ -84,6 +85,12 @@ def lifetimes(profile: Profile) -> dict[int, tuple[float, float]]:
             live[o.context] = live.get(o.context, 0) + 1
         else:
             per.setdefault(o.context, []).append(o.free_time - o.alloc_time)
+    return per, live
+
+
+def lifetimes(profile: Profile) -> dict[int, tuple[float, float]]:
+    """context id -> (median lifetime in heap accesses, share of objects live at exit)."""
+    per, live = object_lifetimes(profile)
     return {c: (statistics.median(v), live.get(c, 0) / len(v)) for c, v in per.items()}
 
 
@@ -141,23 +148,24 @@ def group_table(profile: Profile, group_of: dict[int, int], sims: list[Simulatio
     """One row per group and one for the ungrouped contexts; misses from a simulation under
     the plan come from its pools, the other simulations' from call sites that only this
     group's contexts allocate at."""
-    life = lifetimes(profile)
+    per, _live = object_lifetimes(profile)
     by_site = contexts_by_site(profile)
     groups = sorted({g for g in group_of.values()}, key=lambda g: (g == 0, g))
-    header = ["group", "contexts", "objects", "bytes", "accesses", "median of contexts' median lifetime"]
+    header = ["group", "contexts", "objects", "bytes", "accesses", "median lifetime"]
     for s in sims:
         header.append(f"L1 misses ({escape(s.label)}{', its pool' if s.policy == 'plan' else ', its sites'})")
     rows = []
     for g in groups:
         members = [profile.contexts[c] for c in sorted(group_of) if group_of[c] == g]
-        lts = [life[c.id][0] for c in members if c.id in life]
+        lts = [v for c in members for v in per.get(c.id, ())]
         row = [f"group {g}" if g else "ungrouped", num(len(members)), num(sum(c.objects for c in members)),
                num(sum(c.bytes for c in members)), num(sum(c.accesses for c in members)),
                num(statistics.median(lts)) if lts else "–"]
         for s in sims:
             row.append(_group_misses(s, g, group_of, by_site))
         rows.append(row)
-    return table_html("group-table", header, rows), len(rows)
+    return table_html("group-table", header, rows, caption="Lifetimes in heap accesses (the profile's clock), "
+                      "median over the group's objects."), len(rows)
 
 
 def _group_misses(sim: Simulation, group: int, group_of: dict[int, int],
