@@ -209,7 +209,7 @@ void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uint8_
 
 /* The list of site cache entries without a direct list: always empty, never written
  * (the pop writes the list only after it found a slot on it). */
-hl_free_slot *hl_no_slot;
+hl_free_slot *hl_no_slot, *hl_forward_slot;
 
 /* Take what other threads freed into c. Returns 1 when c became empty (not released). */
 static int collect_remote(hl_tpool *tp, hl_chunk *c) {

@@ -89,9 +89,10 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, 
  * the lists only when the owner collects them). NULL: the full path decides. */
 static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_site_cache_entry *e,
                                                                       hl_free_slot **list) {
-  hl_tpool *tp = e->tp;
-  /* a site cached as not pooled first: its forward then costs one test here */
-  if (tp == NULL || list == &hl_no_slot) return NULL;
+  if (list == &hl_no_slot) return NULL;
+  hl_tpool *tp = e->tp; /* a pool, or NULL: hl_forward_slot's entry and malloc(SIZE_MAX) */
+  if (HL_UNLIKELY(tp == NULL)) return NULL;
+  hl_assert(tp != HL_TP_WALK && !tp->counting);
   size_t cls = (size_t)(list - tp->free);
   hl_chunk *c = tp->cur;
   if (HL_UNLIKELY(c == NULL)) return NULL;
@@ -125,6 +126,10 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
      * pool's lists directly (a list other than hl_no_slot says so: a pool that takes the
      * size it asked for last, no statistics, no emptied chunk). Without this, malloc_shapes'
      * mixed paid about 65 instructions more for each request of its varying site. */
+    /* a site cached as not pooled (hl_alloc_try's HL_FORWARD, whatever the size): most of
+     * a plan's program's allocations; through the full path's test they cost about 16
+     * instructions more */
+    if (list == &hl_forward_slot) return HL_FORWARD;
     if (list == &hl_no_slot) return NULL;
     const hl_tpool *tp = e->tp;
     if (size > tp->direct_max) /* as hl_alloc_try decides (the full path cost ~20 more) */
@@ -166,12 +171,16 @@ static inline __attribute__((always_inline)) int hl_site_forwards(uintptr_t ra, 
 }
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
  * this site (tp a pool that takes size, statistics off, no emptied chunk: the pop does not
- * test for one, hl_heap_direct_off), else at the empty hl_no_slot. */
+ * test for one, hl_heap_direct_off), at hl_forward_slot for a site not pooled while
+ * nothing is counted, else at the empty hl_no_slot. */
 static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size_t size) {
   if (tp != NULL && tp != HL_TP_WALK && size <= tp->max_size && size <= hl_state.opt.max_size &&
       size <= HL_MAX_CLASS_SIZE && !tp->counting && tp->n_emptied == 0) {
     e->size = size;
     e->list = &tp->free[hl_size_class_in(tp->classes, size)];
+  } else if (tp == NULL && !hl_counting()) {
+    e->size = SIZE_MAX; /* every request misses the size first and finds hl_forward_slot */
+    e->list = &hl_forward_slot;
   } else {
     /* while tp has an emptied chunk, a size no request has: the full path looks again */
     e->size = tp != NULL && tp != HL_TP_WALK && tp->n_emptied != 0 ? SIZE_MAX : size;

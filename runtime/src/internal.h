@@ -472,12 +472,14 @@ typedef struct hl_site_cache_entry {
   hl_tpool *tp;     /* NULL: not pooled; HL_TP_WALK: the plan needs a stack walk here */
   /* The site-direct fast path (fastpath.h, hl_site_direct_pop): a request of exactly
    * `size` bytes pops the head of *list, tp's free list for the class of that size (the
-   * size the site asked for last). Entries that are not pooled, walk, or count statistics
-   * point list at hl_no_slot, an always-empty list, so the pop misses without a test. */
+   * size the site asked for last). Entries that walk, count statistics or wait for an
+   * emptied chunk's release point list at hl_no_slot, an always-empty list, so the pop
+   * misses without a test; a site not pooled, while nothing is counted, at hl_forward_slot
+   * (another) with size SIZE_MAX, so that its requests forward from the pop's first miss. */
   size_t size;
   struct hl_free_slot **list;
 } hl_site_cache_entry;
-extern struct hl_free_slot *hl_no_slot;
+extern struct hl_free_slot *hl_no_slot, *hl_forward_slot;
 #define HL_TP_WALK ((hl_tpool *)1)
 
 /* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try). */

@@ -95,17 +95,19 @@ static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed(size_t
 static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed_nothrow(size_t size, const void *nt) {
   HL_NEW_MISSED(new_full_nothrow, op_new_nothrow, size, nt);
 }
-#define HL_NEW_DIRECT(missed, ...)                                                  \
+/* HL_FORWARD: the allocator's own new when it has one, else missed's way */
+#define HL_NEW_DIRECT(missed, below, ...)                                           \
   void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));      \
-  if (HL_LIKELY(p > HL_FORWARD)) return p; /* HL_FORWARD: missed forwards it */     \
+  if (HL_LIKELY(p > HL_FORWARD)) return p;                                          \
+  if (p == HL_FORWARD && hl_next_alloc.below != NULL) return hl_next_alloc.below(__VA_ARGS__); \
   return missed(__VA_ARGS__)
-HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_missed, size); }
-HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_missed, size); }
+HL_EXPORT HL_FRAMELESS void *_Znwm(size_t size) { HL_NEW_DIRECT(new_missed, op_new, size); }
+HL_EXPORT HL_FRAMELESS void *_Znam(size_t size) { HL_NEW_DIRECT(new_missed, op_new, size); }
 HL_EXPORT HL_FRAMELESS void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) {
-  HL_NEW_DIRECT(new_missed_nothrow, size, nt);
+  HL_NEW_DIRECT(new_missed_nothrow, op_new_nothrow, size, nt);
 }
 HL_EXPORT HL_FRAMELESS void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) {
-  HL_NEW_DIRECT(new_missed_nothrow, size, nt);
+  HL_NEW_DIRECT(new_missed_nothrow, op_new_nothrow, size, nt);
 }
 HL_EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
 HL_EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, RA, 0); }
