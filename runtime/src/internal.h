@@ -347,9 +347,11 @@ static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *
     if (HL_UNLIKELY(oc->emptied)) return NULL; /* the slow path releases emptied chunks first */
     hl_slot_take(tp, cls, obj, oc);
     oc->live++;
-    tp->allocs++;
-    tp->bytes_requested += size;
-    tp->slot_bytes += hl_class_size[cls];
+    if (HL_UNLIKELY(tp->counting)) { /* nothing reads the counters otherwise (hl_tpool) */
+      tp->allocs++;
+      tp->bytes_requested += size;
+      tp->slot_bytes += hl_class_size[cls];
+    }
     return obj;
   }
   hl_chunk *c = tp->cur;
@@ -360,9 +362,11 @@ static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *
       c->bump = b + hl_class_size[cls];
       hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
       c->live++;
-      tp->allocs++;
-      tp->bytes_requested += size;
-      tp->slot_bytes += hl_class_size[cls];
+      if (HL_UNLIKELY(tp->counting)) {
+        tp->allocs++;
+        tp->bytes_requested += size;
+        tp->slot_bytes += hl_class_size[cls];
+      }
       return b;
     }
   }
