@@ -59,6 +59,11 @@ def plan_variants() -> dict[str, PlanVariant]:
     # profile cannot say whether exact identification repays its walks (planner.py,
     # DEFAULT_WALK_BUDGET); measuring both can.
     out["halo-site"] = PlanVariant("halo-site", "halo", "allocator", ("--walk-budget", "0"))
+    # PreFix (docs/prefix.md): the paper's best variant, hot objects ordered by their hot data
+    # streams with the other hot objects after them, in a preallocated region; the rest to the
+    # allocator, or to HALO's groups (one plan file holds both).
+    out["prefix"] = PlanVariant("prefix", "prefix:hds+hot", "allocator")
+    out["prefix-halo"] = PlanVariant("prefix-halo", "prefix:hds+hot", "allocator", ("--prefix-rest", "halo"))
     return out
 
 

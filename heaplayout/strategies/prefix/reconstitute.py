@@ -74,7 +74,10 @@ def reconstitute(ohds: Sequence[Sequence[K]]) -> Reconstituted:
             out.included += 1
             continue
         mine = set(current)
-        target = next((i for i, s in enumerate(out.streams) if not merged[i] and any(o in mine for o in s)), None)
+        # `where` names the one RHDS of every placed object, so the RHDS holding any of this
+        # stream's objects are found from the objects, not by scanning every RHDS.
+        holders = sorted({where[o] for o in current if o in where})
+        target = next((i for i in holders if not merged[i]), None)
         if target is not None:
             merged[target] = True
             stream = out.streams[target]
