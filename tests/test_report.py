@@ -213,3 +213,30 @@ def test_a_failing_report_only_warns(tmp_path: Path):
     doc = {"schema": "heaplayout-optimize/1", "profile": str(bad), "plans": {}, "candidates": []}
     page, why = write_evidence_report(tmp_path, doc)
     assert page is None and "not a heaplayout profile" in why
+
+
+def test_hovering_a_heatmap_cell_says_what_it_holds(page: Path, tmp_path: Path):
+    """A synthetic mousemove over the first map's busiest cell (the page's own handler runs)."""
+    import json
+    text = page.read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="heatmap-data">(.*?)</script>', text,
+                                re.S).group(1).replace("<\\/", "</"))
+    m = data["maps"][0]
+    cells = m["cells"]
+    k = max(range(0, len(cells), 3), key=lambda i: cells[i + 2])
+    t, a, n = cells[k:k + 3]
+    # the cell's centre in canvas pixels; the canvas is shown at its own size
+    x = data["left"] + (t + 0.5) * 2
+    y = (m["address_bins"] - 1 - a + 0.5) * 2
+    probe = ('<script>(function(){var c=document.getElementById("heatmap-before");var r=c.getBoundingClientRect();'
+             f'c.dispatchEvent(new MouseEvent("mousemove",{{clientX:r.left+c.clientLeft+{x},clientY:r.top+c.clientTop+{y}}}));'
+             'document.body.setAttribute("data-probe",document.getElementById("heatmap-before-tip").textContent);'
+             '})();</script></body>')
+    probed = tmp_path / "probe.html"
+    probed.write_text(text.replace("</body>", probe))
+    r = browser("--window-size=1300,2000", "--dump-dom", probed.as_uri())
+    dom = Dom()
+    dom.feed(r.stdout)
+    said = dom.tags["body"][0].get("data-probe", "")
+    assert re.fullmatch(r"references [\d,]+–[\d,]+, addresses .+: (\d+) references", said), said
+    assert said.endswith(f": {n} references"), (said, n)

@@ -63,7 +63,8 @@ def heatmap_section(maps: list[Heatmap]) -> str:
                     f'{m.extent:,} bytes of address axis; {m.lines_per_window:,.0f} distinct lines and '
                     f'{m.pages_per_window:,.0f} pages per 10,000 references{"; " + escape(notes) if notes else ""}'
                     f'</figcaption><canvas class="heatmap" id="{cid}" width="{CANVAS_LEFT + m.time_bins * CELL_PX}" '
-                    f'height="{m.address_bins * CELL_PX + CANVAS_BOTTOM}"></canvas></figure>')
+                    f'height="{m.address_bins * CELL_PX + CANVAS_BOTTOM}"></canvas>'
+                    f'<div class="legend" id="{cid}-tip">&nbsp;</div></figure>')
     return f'<p class="how">{how}</p><div class="heatmaps">{"".join(figs)}</div>'
 
 
@@ -72,6 +73,7 @@ def heatmap_json(maps: list[Heatmap]) -> str:
            "max": max([max(m.cells.values(), default=0) for m in maps] + [1]),
            "maps": [{"canvas": "heatmap-before" if i == 0 else "heatmap-after", "time_bins": m.time_bins,
                      "address_bins": m.address_bins, "extent": m.extent, "bands": m.bands,
+                     "references": m.references,
                      "cells": m.flat_cells()} for i, m in enumerate(maps)]}
     # "</" cannot end the script element early: JSON allows "<\/"
     return json.dumps(doc, separators=(",", ":")).replace("</", "<\\/")

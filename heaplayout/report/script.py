@@ -54,6 +54,24 @@ JS = r"""
     g.fillText("start", L, H + 14);
     g.fillText("references in program order \u2192", L + W / 2 - 80, H + 14);
     g.fillText("end", L + W - 22, H + 14);
+    // hover: what a cell holds
+    var counts = {};
+    for (var q = 0; q < cells.length; q += 3) counts[cells[q] * m.address_bins + cells[q + 1]] = cells[q + 2];
+    var tip = document.getElementById(m.canvas + "-tip");
+    c.addEventListener("mousemove", function (ev) {
+      var r = c.getBoundingClientRect();
+      // the content box: the border is outside the canvas's pixels
+      var x = (ev.clientX - r.left - c.clientLeft) * c.width / c.clientWidth - L;
+      var y = (ev.clientY - r.top - c.clientTop) * c.height / c.clientHeight;
+      if (!tip || x < 0 || x >= W || y < 0 || y >= H) { if (tip) tip.textContent = "\u00a0"; return; }
+      var t = Math.floor(x / cw), a = m.address_bins - 1 - Math.floor(y / ch);
+      var lo = a * m.extent / m.address_bins, hi = (a + 1) * m.extent / m.address_bins, band = "";
+      m.bands.forEach(function (b) { if (b[1] <= lo && lo < b[2]) band = b[0]; });
+      tip.textContent = "references " + Math.floor(t * m.references / m.time_bins).toLocaleString() + "\u2013" +
+        Math.floor((t + 1) * m.references / m.time_bins).toLocaleString() + ", addresses " + size(Math.floor(lo)) +
+        "\u2013" + size(Math.floor(hi)) + (band ? " (" + band + ")" : "") + ": " + (counts[t * m.address_bins + a] || 0) +
+        " references";
+    });
   });
   document.body.setAttribute("data-heatmaps-drawn", String(data.maps.length));
 })();
