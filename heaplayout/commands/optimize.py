@@ -14,7 +14,8 @@
    allocator alone left, else the best allocator alone (docs/optimize.md).
 
 Everything goes into one directory (default ./heaplayout-out/PROG): the profile, the plans,
-optimize.json, optimize.md and recommended.env. The whole command plans to end within
+optimize.json, optimize.md, recommended.env and report.html (heaplayout report; --no-report
+leaves it out). The whole command plans to end within
 --budget seconds.
 """
 
