@@ -29,7 +29,7 @@ enum { RAX = 0, RCX, RDX, RBX, RSP, RBP, RSI, RDI };
 
 #define MAX_SLOTS 8
 #define MAX_PENDING 64
-#define VISITED_SLOTS 1024
+#define VISITED_SLOTS 4096 /* above HL_DPA_DECODE_BUDGET: never full before the budget ends */
 
 typedef struct slot {
   int8_t kind; /* 0 empty, 1 rsp-relative (offset from rsp at the return address), 2 rbp-relative */
@@ -55,6 +55,7 @@ typedef struct analysis {
   unsigned budget;
   int returned_ptr, returned_other, processes, links, undecodable;
 } analysis;
+_Static_assert(VISITED_SLOTS > HL_DPA_DECODE_BUDGET, "the visited set outlasts the budget");
 
 static uint64_t state_hash(const flow_state *s) {
   uint64_t h = s->pc * 0x9E3779B97F4A7C15ull;
@@ -76,7 +77,8 @@ static int seen(analysis *a, const flow_state *s) {
       return 0;
     }
   }
-  return 1; /* full: treat as seen (the budget ends it anyway) */
+  a->undecodable = 1; /* full: the paths were not all followed */
+  return 1;
 }
 
 static void push_path(analysis *a, const flow_state *s) {

@@ -110,7 +110,7 @@
 /* Ours. Instructions the wrapper analysis decodes for one return address before it gives
  * up (DPA 3.1: "dozens of instructions on average"; a wrapper is short, a function past
  * this is no wrapper worth a frame). */
-#define HL_DPA_DECODE_BUDGET 4096u
+#define HL_DPA_DECODE_BUDGET 1024u
 
 /* Ours. Verdicts cached per return address (2^14) and APCCs in the compound table (2^14):
  * far more allocation sites than a large program has (gcc: ~3000). */

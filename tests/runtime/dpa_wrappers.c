@@ -1,4 +1,4 @@
-/* Hand-written allocation wrappers for the dpa policy's wrapper analysis
+/* Hand-written allocation wrappers (and libc's strdup) for the dpa policy's wrapper analysis
  * (tests/test_dpa.py): built at -O2 and -O0 with -rdynamic so that the statistics can name
  * the functions. Each kind allocates more than the pool threshold from two call sites. */
 #include <stdio.h>
@@ -88,6 +88,9 @@ int main(int argc, char **argv) {
     char *k = make_linked(&h, 16);
     void *m;
     sum += (unsigned long)count_alloc(64, &m);
+    char *s = strdup(i & 1 ? "odd" : "even"); /* libc's strdup: a wrapper found by the same analysis */
+    sum += strlen(s);
+    free(s);
     a[0] = 1; b[0] = 2; c[0] = 3; d[0] = 4; e[0] = 5; k[0] = 6;
     sum += (unsigned long)(a[0] + b[0] + c[0] + d[0] + e[0] + f[0] + k[0]) + (unsigned long)g->value;
     keep[0] = a; keep[1] = b; keep[2] = c; keep[3] = d; keep[4] = e; keep[5] = f; keep[6] = k; keep[7] = m;
