@@ -87,7 +87,7 @@ def build_report(data: Loaded) -> Report:
 
     maps: list[Heatmap] = []
     if prof is not None and prof.stream and prof.objects:
-        ordered = events(prof.objects)
+        ordered = events(prof)
         maps.append(build_heatmap(prof, allocator_layout(prof, ordered)))
         if plan is not None and grouping is not None:
             maps.append(build_heatmap(prof, plan_layout(prof, plan, grouping.group_of, ordered)))
