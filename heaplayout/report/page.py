@@ -52,7 +52,7 @@ def _unavailable(what: str) -> str:
 def heatmap_section(maps: list[Heatmap]) -> str:
     how = ("Each dot is one heap reference of the profile's reference stream (program order, left to right) at "
            "the address of the object it touched (bottom to top). Addresses are <b>modelled</b>: the profile's "
-           "allocations and frees replayed through a glibc-like allocator (before) and through the plan's pools "
+           "allocations, frees and reallocs replayed through a model of glibc's malloc (before) and through the plan's pools "
            "(after); see docs/report.md. Colour: references per cell, log scale, the same scale in both maps. "
            "Bands on the left: kinds of memory and pool chunks, each shown only up to its highest byte used.")
     figs = []
