@@ -168,3 +168,16 @@ def test_bench_document_to_table_and_plot(tmp_path: Path):
     loaded = load_inputs(ReportInputs(bench=tmp_path / "b.json"))
     rep = build_report(loaded)
     assert "<b>NO</b>" in rep.html and "0.500 [0.480–0.520]" in rep.html
+
+
+def test_bench_rounds_are_shown_before_optimize_rounds(tmp_path: Path):
+    bench = {"schema": "heaplayout-bench/1", "baseline": "glibc", "configs": [
+        {"label": "from-bench", "wall_s": {"median": 1.0, "q1": 1.0, "q3": 1.0, "values": [1.0]}}]}
+    opt = {"schema": "heaplayout-optimize/1", "decision": {"best_allocator": "glibc"}, "candidates": [
+        {"label": "from-optimize", "race": {"wall_s": {"median": 1.0, "q1": 1.0, "q3": 1.0, "values": [1.0]}}}]}
+    (tmp_path / "b.json").write_text(json.dumps(bench))
+    (tmp_path / "o.json").write_text(json.dumps(opt))
+    both = build_report(load_inputs(ReportInputs(bench=tmp_path / "b.json", optimize=tmp_path / "o.json"))).html
+    assert 'data-label="from-bench"' in both and 'data-label="from-optimize"' not in both
+    alone = build_report(load_inputs(ReportInputs(optimize=tmp_path / "o.json"))).html
+    assert 'data-label="from-optimize"' in alone

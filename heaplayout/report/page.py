@@ -133,7 +133,8 @@ def build_report(data: Loaded) -> Report:
     else:
         body.append(_section("contexts", "Groups and contexts", _unavailable("needs --profile or --simulate"), False))
 
-    meas = from_optimize(data.optimize) if data.optimize else from_bench(data.bench) if data.bench else None
+    # a bench run given on its own is the measurement asked for; optimize's race otherwise
+    meas = from_bench(data.bench) if data.bench else from_optimize(data.optimize) if data.optimize else None
     if meas is not None:
         src = "heaplayout optimize's race" if meas.source == "optimize" else "heaplayout bench"
         how = (f"Wall time of every round from {src} (configurations run interleaved, one round = one run of each), "
