@@ -160,17 +160,6 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
 /* Statistics are on: forwarded requests are counted (hl_counted). */
 static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.counting); }
 
-/* After a missed site-direct pop: the allocator underneath serves this request without
- * more ado, because the thread's cache holds the site as not pooled (hl_alloc_try's
- * HL_FORWARD for it, any size), or its pool takes no object of this size (a callsite pool
- * and a request over its 128 bytes: the full path cost about 30 instructions more), and
- * nothing is counted. Lets malloc and new forward in a tail call with no frame. */
-static inline __attribute__((always_inline)) int hl_site_forwards(uintptr_t ra, size_t size) {
-  const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
-  if (e->ra != ra || hl_counting()) return 0;
-  const hl_tpool *tp = e->tp;
-  return tp == NULL || (tp != HL_TP_WALK && size > tp->max_size);
-}
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
  * this site (tp a pool that takes size, statistics off, no emptied chunk: the pop does not
  * test for one, hl_heap_direct_off), at hl_forward_slot for a site not pooled while
@@ -184,8 +173,9 @@ static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size
     e->size = SIZE_MAX; /* every request misses the size first and finds hl_forward_slot */
     e->list = &hl_forward_slot;
   } else {
-    /* while tp has an emptied chunk, a size no request has: the full path looks again */
-    e->size = tp != NULL && tp != HL_TP_WALK && tp->n_emptied != 0 ? SIZE_MAX : size;
+    /* a walk site, or while tp has an emptied chunk: a size no request has, so that the
+     * pop leaves at its size compare and the full path looks again */
+    e->size = tp == HL_TP_WALK || (tp != NULL && tp->n_emptied != 0) ? SIZE_MAX : size;
     e->list = &hl_no_slot;
   }
 }
