@@ -146,14 +146,13 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   obj = *list;
 #endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
-  /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
-  if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && !c->emptied);
-  hl_assert(obj->mark == hl_sizemap_entry(c, obj) ? (*obj->mark & HL_SIZEMAP_FREE) != 0 : *obj->mark == 0);
   *list = obj->next;
-  hl_slot_unmark(obj); /* the double-free mark (or a sized delete's hl_no_mark: no change) */
+  hl_slot_unmark(c, obj); /* the double-free mark (a sized delete's slot has none: no change) */
   c->live++;
+  /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
+  if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   return obj;
 }
 
