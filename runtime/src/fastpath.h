@@ -7,17 +7,19 @@
  *      points at an empty heap, so this misses without a test): one compare;
  *   2. the size the site asked for last: one compare, and the entry's pointer to its pool's
  *      free list for that size's class (another size: the class table, hl_site_direct_pop);
- *   3. the list's head, unlinked, its double-free mark cleared through the address free
- *      left in it, its chunk's live count; or fresh space bumped in the pool's current chunk.
+ *   3. the list's head, unlinked, its double-free mark cleared (without a test: a sized
+ *      delete's slot has none), its chunk's live count; or fresh space bumped in the pool's
+ *      current chunk (8 bytes of padding where an odd-multiple class left the bump so).
  * That is all a context-keyed pool needs beyond a size-class allocator: the return address
- * read and compared. Malloc costs 21 instructions, free 24 (docs/results.md, section 9).
- * A miss goes on by a jump (the return address stays the program's): the forward of a
- * site cached as not pooled, or the full path (hl_alloc_try, hl_policy_alloc, the slow
+ * read and compared. Malloc costs 23 instructions, free 25 (docs/results.md, section 9).
+ * A miss answers HL_FORWARD for a site cached as not pooled or a request its pool does not
+ * take (the allocator underneath serves it at once), else goes on by a jump (the return
+ * address stays the program's) to the full path (hl_alloc_try, hl_policy_alloc, the slow
  * paths in interpose.c and alloc.c) with the policy, the chain cache for plan rules that
  * need more frames, PreFix, statistics.
  *
  * The debug library (libheaplayout_debug.so, HL_DEBUG) asserts what the fast paths take
- * for granted: a popped slot's chunk is in use and not emptied, its mark is its entry. */
+ * for granted: a popped slot's chunk is in use and not emptied, its entry holds a class. */
 #ifndef HL_FASTPATH_H
 #define HL_FASTPATH_H
 
