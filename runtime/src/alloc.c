@@ -1,8 +1,6 @@
 /* Allocation and free inside pools. The fast path (hl_tpool_alloc) is in internal.h:
- *   1. pop the head of the thread-pool's allocation list of the size class, else
- *   2. take the class's incoming list (frees) as the allocation list: as it is when short,
- *      grouped by span here when long (hl_tpool_refill, "reuse order" below), else
- *   3. bump the current chunk, writing the class into its size map.
+ *   1. pop the thread-pool's most recently freed slot of the size class, else
+ *   2. bump the current chunk, writing the class into its size map.
  * Everything here is the slow path and the free path: free-list links, collecting frees
  * made by other threads, releasing empty chunks, alignment, realloc. */
 #include <stdlib.h>
@@ -46,69 +44,9 @@ static void chunks_push(hl_tpool *tp, hl_chunk *c) {
 /* p, in chunk c, is marked HL_SIZEMAP_FREE */
 static inline void slot_push(hl_tpool *tp, hl_chunk *c, uint8_t cls, void *p) {
   hl_free_slot *s = p;
-  s->next = tp->freed[cls];
+  s->next = tp->free[cls];
   s->mark = hl_sizemap_entry(c, p);
-  tp->freed[cls] = s;
-  tp->n_freed[cls]++;
-}
-
-/* ---- reuse order ----
- * Frees push onto a class's incoming list; allocation pops the allocation list and, when
- * that runs empty, takes the incoming list whole. A short one (fewer than
- * HL_REUSE_GROUP_MIN slots: the pair of a temporary, a few frees between allocations) is
- * taken as it is, most recently freed first, in the pop itself. A long one comes from a
- * bulk free (a collector's sweep, a structure torn down), whose slots lie all over the
- * pool in the order the program happened to free them; reused in that order, objects the
- * program allocates together (and later walks together) land on as many pages as the
- * list is long (lua5.4: +26% D1 and +32% LL misses against pure bump allocation). So it is
- * grouped first: one pass distributes the slots over buckets by 4 KiB span (stable: within
- * a span, the order of the frees), and the buckets are chained in span order, so that
- * consecutive allocations fill one page's holes before the next page's. mimalloc gets the
- * same from its per-page free lists; here the pool keeps one list per class, so the fast
- * paths stay as they were but for the take. The buckets cover a window of
- * HL_REUSE_BUCKETS spans (spans farther apart share a bucket, their slots interleave) and
- * are the thread's (hl_heap); pool.h pools, which no thread owns, take the list as it is. */
-/* One stable pass of the sort: distributes list s over the buckets by the HL_REUSE_BUCKETS
- * bits of its slots' addresses from bit `shift`, and chains the buckets in order. */
-static hl_free_slot *distribute(hl_heap *h, hl_free_slot *s, unsigned shift) {
-  for (; s != NULL; s = s->next) {
-    size_t b = ((uintptr_t)s >> shift) & (HL_REUSE_BUCKETS - 1);
-    uint64_t bit = 1ull << (b & 63);
-    if (h->span_used[b >> 6] & bit) h->span_tail[b]->next = s;
-    else {
-      h->span_used[b >> 6] |= bit;
-      h->span_head[b] = s;
-    }
-    h->span_tail[b] = s;
-  }
-  hl_free_slot *first = NULL, **link = &first;
-  for (unsigned w = 0; w < HL_REUSE_BUCKETS / 64; w++) {
-    for (uint64_t used = h->span_used[w]; used != 0; used &= used - 1) {
-      size_t b = w * 64 + (size_t)__builtin_ctzll(used);
-      *link = h->span_head[b];
-      link = &h->span_tail[b]->next;
-    }
-    h->span_used[w] = 0;
-  }
-  *link = NULL;
-  return first;
-}
-
-void hl_tpool_refill(hl_tpool *tp, uint8_t cls) {
-  hl_assert(tp->free[cls] == NULL);
-  hl_free_slot *s = tp->freed[cls];
-  uintptr_t n = tp->n_freed[cls];
-  tp->freed[cls] = NULL;
-  tp->n_freed[cls] = 0;
-  hl_heap *h = tp->heap;
-  if (n < HL_REUSE_GROUP_MIN || h == HL_HEAP_EXPLICIT || h != hl_tl_heap) {
-    tp->free[cls] = s;
-    return;
-  }
-  /* least significant digit first: by span within a window of HL_REUSE_BUCKETS spans,
-   * then by window, so by span address (over HL_REUSE_BUCKETS^2 spans: 4 GiB) */
-  s = distribute(h, s, HL_REUSE_SPAN_SHIFT);
-  tp->free[cls] = distribute(h, s, HL_REUSE_SPAN_SHIFT + __builtin_ctz(HL_REUSE_BUCKETS));
+  tp->free[cls] = s;
 }
 
 /* The objects of a chunk, in address order: from byte offset lo to the bump pointer, a
@@ -139,8 +77,6 @@ static void release_other(hl_tpool *tp, hl_chunk *c) {
  * slot. */
 static void drop_all(hl_tpool *tp) {
   memset(tp->free, 0, sizeof tp->free);
-  memset(tp->freed, 0, sizeof tp->freed);
-  memset(tp->n_freed, 0, sizeof tp->n_freed);
   while (tp->others) release_other(tp, tp->others);
   if (tp->cur) {
     account_extent(tp->cur);
@@ -165,39 +101,25 @@ static size_t chunk_objects(hl_chunk *c) {
  * in one pass over them (the lists are singly linked: internal.h) that stops when it has
  * found them all: the chunks emptied last (a pool torn down in order) have their slots at
  * the heads. A kept slot's link is written only when its successor changed. */
-/* Drops from the list at *at the slots of chunks whose `emptied` is at least `from`, up
- * to *n of them (counted down); returns how many it dropped. */
-static size_t list_drop_emptied(hl_free_slot **at, uint8_t from, size_t *n) {
-  size_t dropped = 0;
-  hl_free_slot *s = *at; /* at: the link that reaches s */
-  while (s != NULL && *n > 0) {
-    if (hl_chunk_of(s)->emptied >= from) { /* dropped */
-      s = s->next;
-      --*n;
-      dropped++;
-      continue;
-    }
-    if (*at != s) *at = s;
-    at = &s->next;
-    s = *at;
-  }
-  if (*at != s) *at = s; /* the rest of the list, or its end */
-  return dropped;
-}
-
 static void lists_drop_emptied(hl_tpool *tp, uint8_t from, size_t n) {
   for (unsigned cls = 1; cls < HL_NCLASSES && n > 0; cls++) {
-    tp->n_freed[cls] -= list_drop_emptied(&tp->freed[cls], from, &n);
-    (void)list_drop_emptied(&tp->free[cls], from, &n);
+    hl_free_slot **at = &tp->free[cls], *s = *at; /* at: the link that reaches s */
+    while (s != NULL && n > 0) {
+      if (hl_chunk_of(s)->emptied >= from) { /* dropped */
+        s = s->next;
+        n--;
+        continue;
+      }
+      if (*at != s) *at = s;
+      at = &s->next;
+      s = *at;
+    }
+    if (*at != s) *at = s; /* the rest of the list, or its end */
   }
   hl_assert(n == 0);
 #ifdef HL_DEBUG
-  for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
-    uintptr_t k = 0;
+  for (unsigned cls = 1; cls < HL_NCLASSES; cls++)
     for (hl_free_slot *s = tp->free[cls]; s; s = s->next) hl_assert(hl_chunk_of(s)->emptied < from);
-    for (hl_free_slot *s = tp->freed[cls]; s; s = s->next, k++) hl_assert(hl_chunk_of(s)->emptied < from);
-    hl_assert(k == tp->n_freed[cls]);
-  }
 #endif
 }
 
@@ -278,17 +200,16 @@ void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uint8_
   tp->freed_slot_bytes += hl_class_size[cls];
   if (!tp->no_reuse) {
     hl_free_slot *s = p;
-    s->next = tp->freed[cls];
+    s->next = tp->free[cls];
     s->mark = mark;
-    tp->freed[cls] = s;
-    tp->n_freed[cls]++;
+    tp->free[cls] = s;
   }
   if (--c->live == 0 && (c != tp->cur || tp->n_others != 0)) chunk_emptied(tp, c);
 }
 
 /* The list of site cache entries without a direct list: always empty, never written
  * (the pop writes the list only after it found a slot on it). */
-hl_free_slot *hl_no_slot_lists[3 * HL_NCLASSES], *hl_forward_slot_lists[3 * HL_NCLASSES];
+hl_free_slot *hl_no_slot, *hl_forward_slot;
 
 /* Take what other threads freed into c. Returns 1 when c became empty (not released). */
 static int collect_remote(hl_tpool *tp, hl_chunk *c) {
@@ -352,15 +273,11 @@ void hl_tpool_retire(hl_tpool *tp) {
     tp->cur = NULL;
   }
   for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
-    hl_free_slot **lists[2] = {&tp->free[cls], &tp->freed[cls]};
-    for (unsigned k = 0; k < 2; k++) {
-      for (hl_free_slot *s = *lists[k]; s; s = hl_slot_next(s)) {
-        hl_chunk *c = hl_chunk_of(s);
-        if (c->live > 0) hl_chunk_sizemap(c)[((uintptr_t)s - (uintptr_t)c) >> HL_GRANULE_SHIFT] |= HL_SIZEMAP_FREE;
-      }
-      *lists[k] = NULL;
+    for (hl_free_slot *s = tp->free[cls]; s; s = hl_slot_next(s)) {
+      hl_chunk *c = hl_chunk_of(s);
+      if (c->live > 0) hl_chunk_sizemap(c)[((uintptr_t)s - (uintptr_t)c) >> HL_GRANULE_SHIFT] |= HL_SIZEMAP_FREE;
     }
-    tp->n_freed[cls] = 0;
+    tp->free[cls] = NULL;
   }
   hl_chunk *c = tp->others;
   while (c) {
@@ -392,7 +309,6 @@ void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
   if (tp->n_emptied) hl_tpool_release_emptied(tp);
   /* frees from other threads may have refilled the lists */
   hl_tpool_collect_all(tp);
-  if (tp->free[cls] == NULL && tp->freed[cls] != NULL) hl_tpool_refill(tp, cls);
   if (tp->free[cls] != NULL || (tp->cur && has_room(tp->cur, cls))) return hl_tpool_alloc(tp, size);
   /* fresh space: a chunk of ours with room (one left by an aligned request), a chunk
    * abandoned by an exited thread, or a new one */
@@ -404,7 +320,6 @@ void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
     }
   while (c == NULL && (c = hl_chunk_adopt(tp->pool)) != NULL) {
     adopt(tp, c);
-    if (tp->free[cls] == NULL && tp->freed[cls] != NULL) hl_tpool_refill(tp, cls);
     if (tp->free[cls] != NULL) return hl_tpool_alloc(tp, size);
     if (c->in_use && c->owner == tp && has_room(c, cls)) chunks_unlink(tp, c);
     else c = NULL;
@@ -516,6 +431,4 @@ void hl_tpool_destroy(hl_tpool *tp) {
   if (tp->cur) hl_chunk_release(tp->cur);
   tp->cur = NULL;
   memset(tp->free, 0, sizeof tp->free);
-  memset(tp->freed, 0, sizeof tp->freed);
-  memset(tp->n_freed, 0, sizeof tp->n_freed);
 }

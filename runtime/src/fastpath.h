@@ -8,16 +8,7 @@
  *   2. the size the site asked for last: one compare, and the entry's pointer to its pool's
  *      free list for that size's class (another size: the class table, hl_site_direct_pop);
  *   3. the list's head, unlinked, its double-free mark cleared through the address free
- *      left in it, its chunk's live count; when the list is empty, the class's incoming
- *      list (where free pushes) becomes it if it is short; with none, fresh space bumped in
- *      the pool's current chunk.
- * The reuse order: free pushes onto a second, incoming list per class and counts it; the
- * pop takes the incoming list only when its own runs empty. Short, it is taken as it is
- * (the most recently freed first: a malloc/free pair reuses its slot); long (a bulk free,
- * HL_REUSE_GROUP_MIN), the pop misses and the full path groups it by 4 KiB span first
- * (alloc.c, hl_tpool_refill), so that the next allocations fill one page's holes after
- * another, as mimalloc's per-page lists do, not the order of the sweep that freed them.
- * Cost: free one instruction (the count), a pair about six (the take); see docs/runtime.md.
+ *      left in it, its chunk's live count; or fresh space bumped in the pool's current chunk.
  * That is all a context-keyed pool needs beyond a size-class allocator: the return address
  * read and compared. Malloc costs 21 instructions, free 24 (docs/results.md, section 9).
  * A miss goes on by a jump (the return address stays the program's): the forward of a
@@ -152,17 +143,7 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
 #else
   obj = *list;
 #endif
-  if (HL_UNLIKELY(obj == NULL)) {
-    /* the allocation list ran empty: its incoming list replaces it, here when short (a
-     * malloc/free pair finds the slot it freed), on the full path when long (it groups
-     * the slots by span first: hl_tpool_refill); no incoming slot: fresh space */
-    hl_free_slot **in = hl_incoming(list);
-    if ((obj = *in) == NULL) return hl_site_direct_bump(e, list);
-    uintptr_t *n = hl_incoming_count(list);
-    if (HL_UNLIKELY(*n >= HL_REUSE_GROUP_MIN)) return NULL;
-    *in = NULL;
-    *n = 0;
-  }
+  if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
   /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
   if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */

@@ -10,12 +10,10 @@
  *   object that starts there (free, realloc and malloc_usable_size read it). Slots are
  *   16-aligned, or 8-aligned for sizes that are odd multiples of 8 when the minimum
  *   alignment is 8 (size_class.c). A freed slot goes to the front of its thread-pool's
- *   incoming list for its class, whatever chunk it is in; allocation pops a second list,
- *   which the incoming one replaces when it runs empty: as it is when short (a slot freed
- *   and allocated again at once lands where it was, as in glibc's and jemalloc's caches),
- *   grouped by 4 KiB span when long (a bulk free's slots are reused page by page, not in
- *   the order they were freed: alloc.c, "reuse order"). A chunk whose live count drops to
- *   zero has its slots unlinked from the lists and is released.
+ *   doubly linked list for its class, whatever chunk it is in, and the most recently freed
+ *   slot is reused first (as glibc's and jemalloc's caches do: a list cell freed and
+ *   reallocated lands where it was). A chunk whose live count drops to zero has its slots
+ *   unlinked from the lists (found through the size map) and is released.
  *
  * Ownership
  *   A chunk belongs to one thread-pool (a pool id within one thread's heap) or to one
@@ -233,14 +231,7 @@ struct hl_heap;
 
 /* The state of one pool in one thread (or of one explicit pool.h pool). */
 typedef struct hl_tpool {
-  /* The reuse order (alloc.c, "reuse order"): allocation pops `free`, frees push onto
-   * `freed` (the incoming list) and count there; the incoming list becomes the allocation
-   * list only when that runs empty, grouped by span when it is long. The three arrays are
-   * adjacent: the site-direct pop reaches a class's incoming list and count from its
-   * pointer to free[cls] (hl_incoming, hl_incoming_count). */
-  hl_free_slot *free[HL_NCLASSES];
-  hl_free_slot *freed[HL_NCLASSES];
-  uintptr_t n_freed[HL_NCLASSES];
+  hl_free_slot *free[HL_NCLASSES]; /* most recently freed first, any chunk of the pool */
   const uint8_t *classes;   /* small-size class table (size_class.c) */
   hl_chunk *cur;            /* fresh space is bumped here */
   hl_chunk *others;         /* the pool's other chunks */
@@ -263,21 +254,6 @@ typedef struct hl_tpool {
   uint64_t allocs, frees, bytes_requested, freed_slot_bytes, slot_bytes;
   struct hl_tpool *next_in_heap; /* the heap's thread-pools, for thread exit */
 } hl_tpool;
-
-_Static_assert(offsetof(hl_tpool, freed) == offsetof(hl_tpool, free) + HL_NCLASSES * sizeof(void *) &&
-                   offsetof(hl_tpool, n_freed) == offsetof(hl_tpool, free) + 2 * HL_NCLASSES * sizeof(void *),
-               "hl_incoming finds a class's incoming list and count from its allocation list");
-/* list: &tp->free[cls] (or one of the always-empty lists, hl_no_slot): its incoming list
- * and that list's length */
-static inline hl_free_slot **hl_incoming(hl_free_slot **list) {
-  return (hl_free_slot **)((char *)list + HL_NCLASSES * sizeof(void *));
-}
-static inline uintptr_t *hl_incoming_count(hl_free_slot **list) {
-  return (uintptr_t *)((char *)list + 2 * HL_NCLASSES * sizeof(void *));
-}
-/* Makes the incoming list of a class whose allocation list is empty its allocation list,
- * grouped by span when it is long (alloc.c). */
-void hl_tpool_refill(hl_tpool *tp, uint8_t cls);
 
 /* A thread's heap: its thread-pools and its caches (defined with the cache types below). */
 typedef struct hl_heap hl_heap;
@@ -366,14 +342,6 @@ static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uin
 static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class_in(tp->classes, size);
   hl_free_slot *obj = tp->free[cls];
-  if (obj == NULL && (obj = tp->freed[cls]) != NULL) {
-    /* the allocation list ran empty: a short incoming list becomes it as it is, a long one
-     * is grouped by span on the slow path (hl_tpool_refill) */
-    if (HL_UNLIKELY(tp->n_freed[cls] >= HL_REUSE_GROUP_MIN)) return NULL;
-    tp->free[cls] = obj;
-    tp->freed[cls] = NULL;
-    tp->n_freed[cls] = 0;
-  }
   if (obj != NULL) {
     hl_chunk *oc = hl_chunk_of(obj);
     if (HL_UNLIKELY(oc->emptied)) return NULL; /* the slow path releases emptied chunks first */
@@ -515,11 +483,7 @@ typedef struct hl_site_cache_entry {
   size_t size;
   struct hl_free_slot **list;
 } hl_site_cache_entry;
-/* Always-empty lists, with their (empty) incoming lists and counts behind them: the pop
- * reads those too when a list is empty (hl_incoming). */
-extern struct hl_free_slot *hl_no_slot_lists[3 * HL_NCLASSES], *hl_forward_slot_lists[3 * HL_NCLASSES];
-#define hl_no_slot (hl_no_slot_lists[0])
-#define hl_forward_slot (hl_forward_slot_lists[0])
+extern struct hl_free_slot *hl_no_slot, *hl_forward_slot;
 #define HL_TP_WALK ((hl_tpool *)1)
 
 /* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try). */
@@ -577,10 +541,6 @@ struct hl_heap {
   struct hl_heap *next_free;      /* free list of heaps whose thread exited */
   hl_tpool *tpool_list;           /* every thread-pool of tpools[], linked by next_in_heap */
   hl_tpool *tpools[HL_MAX_POOLS]; /* by pool id, created on first use; kept when recycled */
-  /* hl_tpool_refill's buckets (alloc.c), one per span of a window of HL_REUSE_BUCKETS
-   * spans; span_used says which hold slots (all empty between refills) */
-  struct hl_free_slot *span_head[HL_REUSE_BUCKETS], *span_tail[HL_REUSE_BUCKETS];
-  uint64_t span_used[HL_REUSE_BUCKETS / 64];
 };
 
 /* Return address bits 2..9, computed as the entry's byte offset: a multiply by 8 (one lea,
@@ -597,9 +557,9 @@ static inline hl_step_rule *hl_site_rule(hl_heap *h, const hl_site_cache_entry *
   return &h->site_rules[e - h->sites];
 }
 
-/* The free path for our objects: the owner thread pushes the slot on its allocation list
- * for the class when that is empty, else on the incoming list (reused once the allocation
- * list has run empty: alloc.c, "reuse order"); other threads use the chunk's remote list. Statistics count frees here; an emptied chunk goes out of line.
+/* The free path for our objects: the owner thread pushes the slot on its list for the
+ * class (the most recently freed is reused first); other threads use the chunk's remote
+ * list. Statistics count frees here; an emptied chunk goes out of line.
  *
  * A plain free checks the slot's size-map entry, which it reads for the class anyway: 0
  * means no object starts in that granule (a pointer into an object or into free space),
@@ -644,16 +604,8 @@ static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *t
   s->mark = mark;
   /* two adjacent stores: GCC would pair them in SSE registers (one instruction more) */
   __asm__("" : "+m"(s->mark));
-  /* onto the allocation list when it is empty (a malloc/free pair: the pop finds its slot
-   * there, as before the reuse order), else onto the incoming list, counted */
-  if (HL_LIKELY(tp->free[cls] == NULL)) {
-    s->next = NULL;
-    tp->free[cls] = s;
-  } else {
-    s->next = tp->freed[cls];
-    tp->freed[cls] = s;
-    tp->n_freed[cls]++;
-  }
+  s->next = tp->free[cls];
+  tp->free[cls] = s;
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
   if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
 }
@@ -667,8 +619,7 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
   if (size - 1 < HL_MAX_CLASS_SIZE) {
     size_t cls = hl_size_class_in(tp->classes, size);
     hl_assert(cls == hl_class_at(c, p));
-    /* p freed last is the head of one list or the other (hl_free_slot_local) */
-    if (HL_UNLIKELY(tp->free[cls] == p || tp->freed[cls] == p)) {
+    if (HL_UNLIKELY(tp->free[cls] == p)) {
       hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
       return;
     }

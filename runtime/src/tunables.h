@@ -53,17 +53,6 @@
 #define HL_EMPTIED_BATCH_MIN 4u
 #define HL_EMPTIED_BATCH_SHARE 4u
 
-/* Ours (the reuse order, alloc.c). Frees go to an incoming list that replaces the
- * allocation list when it runs empty; one of at least HL_REUSE_GROUP_MIN slots is first
- * grouped by HL_REUSE_SPAN_SHIFT-sized span, so that a bulk free's slots (a collector's
- * sweep) are reused span by span, as mimalloc's per-page free lists reuse them, instead
- * of in the order they were freed (lua5.4: +26% D1 misses against bump order). Shorter
- * lists are taken as they are, in the pop itself (a malloc/free pair stays off the slow
- * path). 4 KiB: a page; 1024 buckets: a 4 MiB window (farther spans share a bucket). */
-#define HL_REUSE_GROUP_MIN 64u
-#define HL_REUSE_SPAN_SHIFT 12u
-#define HL_REUSE_BUCKETS 1024u
-
 /* (env HEAPLAYOUT_MIN_ALIGN, 8 or 16; else the plan's min_align record; else 16) 16 is
  * what glibc promises on x86-64, and what clang assumes of every malloc and operator new
  * result of 16 bytes or more (it may initialise a 24-byte object with aligned vector

@@ -23,10 +23,9 @@ extern "C" {
 #endif
 
 /* A pool descriptor: put it where the data structure's owner lives (stack, global, a
- * struct). Its contents are private to the runtime (2048 bytes since the pools keep an
- * incoming free list per size class: code built against the 1024-byte one must be rebuilt). */
+ * struct). Its contents are private to the runtime. */
 typedef struct Pool {
-  _Alignas(16) unsigned char opaque[2048];
+  _Alignas(16) unsigned char opaque[1024];
 } Pool;
 
 /* Initialise an empty pool. size_hint: the common object size, or 0; align: the
