@@ -42,11 +42,13 @@ KINDS = ["callsite", "halo", "halo_rest"]  # our configurations, by label prefix
 LIMIT = 1.02  # issue 21: no median above this
 
 
-def configs(alloc: str, plans: Path, name: str) -> list[str]:
-    out = [alloc, f"callsite_{alloc}=callsite+{alloc}"]
+def configs(alloc: str, plans: Path, name: str, kinds: list[str]) -> list[str]:
+    out = [alloc]
+    if "callsite" in kinds:
+        out.append(f"callsite_{alloc}=callsite+{alloc}")
     for kind, suffix in (("halo", "halo"), ("halo_rest", "halo-rest")):
         plan = plans / f"{name}.{suffix}.plan"
-        if plan.exists():
+        if kind in kinds and plan.exists():
             out.append(f"{kind}_{alloc}=plan+{alloc}={plan}")
     return out
 
@@ -108,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", help="comma-separated workloads")
     ap.add_argument("--allocators", default=",".join(ALLOCATORS))
+    ap.add_argument("--kinds", default=",".join(KINDS), help="our configurations: callsite, halo, halo_rest")
     ap.add_argument("--report", action="store_true", help="only print the tables from --out's JSON")
     args = ap.parse_args(argv)
     suite = load_suite()
@@ -120,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     if set(phases) - {"count", "time"}:
         ap.error("--phases takes count and/or time")
     allocators = args.allocators.split(",")
+    kinds = args.kinds.split(",")
+    if set(kinds) - set(KINDS):
+        ap.error(f"--kinds takes {', '.join(KINDS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.report:
         if args.plans is None:
@@ -128,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             for w in suite:
                 argv_w = w.argv("small" if phase == "count" else "ref", "fp")
                 for a in allocators:
-                    rc = bench(phase, argv_w, configs(a, args.plans, w.name), args.runs,
+                    rc = bench(phase, argv_w, configs(a, args.plans, w.name, kinds), args.runs,
                                args.out / f"{w.name}.{a}.{phase}.json")
                     if rc != 0:
                         print(f"{w.name} on {a} ({phase}): bench exited {rc}", file=sys.stderr)

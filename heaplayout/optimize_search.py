@@ -32,7 +32,7 @@ from . import allocators, planner
 from .bench_stats import Spread, paired_ratios, spread
 
 ALONE = "alone"  # the allocator by itself, no runtime
-POLICY_STRATEGIES = ("callsite",)  # runtime policies that need no profile
+POLICY_STRATEGIES = ("callsite", "dpa")  # runtime policies that need no profile (dpa: docs/dpa.md)
 DEFAULT_STRATEGIES = ("callsite", "halo", "halo-site", "halo-rest")
 
 

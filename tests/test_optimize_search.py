@@ -51,10 +51,11 @@ def times(**ratios: float) -> dict[str, float]:
 
 
 def test_candidates_and_their_bench_specs():
-    cs = candidates(("glibc", "jemalloc", "/opt/lib/libfoo.so"), ("callsite", "halo", "hds"))
+    cs = candidates(("glibc", "jemalloc", "/opt/lib/libfoo.so"), ("callsite", "dpa", "halo", "hds"))
     got = {c.label: (c.spec, c.strategy) for c in cs}
     assert list(got)[:3] == ["glibc", "jemalloc", "libfoo.so"]
     assert got["callsite+glibc"] == ("callsite", "callsite")
+    assert got["dpa+jemalloc"] == ("dpa+jemalloc", "dpa")  # a policy: no plan needed
     assert got["callsite+jemalloc"] == ("callsite+jemalloc", "callsite")
     assert got["halo+glibc"] == (f"plan={PLAN}", "halo")
     assert got["halo+libfoo.so"] == (f"plan+/opt/lib/libfoo.so={PLAN}", "halo")

@@ -71,3 +71,23 @@ def test_a_plan_refused_names_the_line() -> None:
         assert err.line == 6 and "power of two" in err.reason
     else:
         raise AssertionError("an alignment of 24 was accepted")
+
+
+def test_the_hottest_counters_within_the_runtimes_limits_are_kept(monkeypatch) -> None:
+    """yosys's profile gave 4,112 counters and the plan was refused by its own check; now the
+    coldest counters are dropped, each with all its contexts (a counter counting only some
+    of its contexts would shift every later value)."""
+    from heaplayout.strategies.prefix import plan as prefix_plan
+    from heaplayout.strategies.prefix.result import ContextRule, PrefixLayout, VariantStats
+
+    def rule(context: int, counter: int, accesses: int) -> ContextRule:
+        return ContextRule(context, counter, "all", 0, 1, 1, (), (), False, 1, accesses)
+
+    # counter 2 is shared by contexts 20 and 21 (together the hottest)
+    rules = [rule(10, 1, 10), rule(20, 2, 30), rule(21, 2, 30), rule(30, 3, 30), rule(40, 4, 20), rule(50, 5, 40)]
+    layout = PrefixLayout("hot", 4096, 16, rules, [], VariantStats("hot", 4096, 0, 0, 0, 0, 0))
+    monkeypatch.setattr(prefix_plan, "MAX_COUNTERS", 3)
+    monkeypatch.setattr(prefix_plan, "MAX_SITES", 1000)
+    assert prefix_plan.within_runtime_limits(layout) == {20, 21, 50, 30}
+    monkeypatch.setattr(prefix_plan, "MAX_SITES", 2)  # counter 2's two contexts fill the sites
+    assert prefix_plan.within_runtime_limits(layout) == {20, 21}

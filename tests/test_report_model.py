@@ -12,7 +12,8 @@ from heaplayout.profile_format import Context, Module, Object, Profile, Symbol
 from heaplayout.report.bench_section import from_bench, rounds_svg
 from heaplayout.report.heatmap import build_heatmap
 from heaplayout.report.inputs import ReportInputs, load_inputs
-from heaplayout.report.layout_model import GlibcModel, allocator_layout, events, plan_layout, slot_size
+from heaplayout.report.glibc_model import HEAP, GlibcModel
+from heaplayout.report.layout_model import ALLOC, FREE, REALLOC, allocator_layout, events, plan_layout, slot_size
 from heaplayout.report.limits import GRAPH_MAX_NODES, HEATMAP_ADDRESS_BINS, HEATMAP_MAX_REFERENCES, \
     HEATMAP_TIME_BINS, TABLE_MAX_ROWS
 from heaplayout.report.naming import context_names
@@ -45,17 +46,58 @@ def test_glibc_model_reuses_the_last_freed_chunk_of_a_size():
     b = m.malloc(24)[1]
     c = m.malloc(100)[1]
     assert (a, b, c) == (16, 48, 80)  # 32-byte chunks, then a 112-byte one; pointers 16 past the chunk
-    m.free(("heap", 0), a, 24)
-    m.free(("heap", 0), b, 24)
-    assert m.malloc(20)[1] == b and m.malloc(17)[1] == a  # LIFO, same chunk size (32)
+    m.free(HEAP, a, 24)
+    m.free(HEAP, b, 24)
+    assert m.malloc(20)[1] == b and m.malloc(17)[1] == a  # the thread cache: LIFO, same chunk size (32)
     assert m.malloc(24)[1] == 80 + 112  # no free chunk of the size left: the top grows
     assert m.malloc(1 << 20)[0] == ("mmap", 0)
 
 
+def test_glibc_model_fastbin_refill_reverses_the_order():
+    m = GlibcModel()
+    ptrs = [m.malloc(40)[1] for _ in range(10)]  # 48-byte chunks
+    for p in ptrs:
+        m.free(HEAP, p, 40)  # 7 into the cache, 3 into the fastbin
+    got = [m.malloc(40)[1] for _ in range(10)]
+    # the cache LIFO (6..0), then the fastbin's head (9), whose other two move to the cache
+    # reversed and come out 7, 8
+    assert got == [ptrs[i] for i in (6, 5, 4, 3, 2, 1, 0, 9, 7, 8)]
+
+
+def test_glibc_model_coalesces_and_splits_large_chunks():
+    m = GlibcModel()
+    a, b, guard = (m.malloc(2000)[1] for _ in range(3))  # 2016-byte chunks, past the cache
+    m.free(HEAP, a, 2000)
+    m.free(HEAP, b, 2000)  # coalesced with a: one free 4032-byte chunk
+    assert m.malloc(3000)[1] == a  # it fits there (best fit, split off 3008 bytes)
+    assert m.malloc(500)[1] == a + 3008  # the remainder serves the next request
+    m.free(HEAP, guard, 2000)  # next to the top, and after the free 512-byte rest: both join the top
+    assert m.top == (a - 16) + 3008 + 512
+
+
+def test_glibc_model_realloc_in_place_and_moving():
+    m = GlibcModel()
+    a = m.malloc(100)[1]
+    assert m.realloc(HEAP, a, 100, 300)[1] == a  # next to the top: grows in place (320-byte chunk)
+    b = m.malloc(50)[1]
+    assert b == a + 320
+    assert m.realloc(HEAP, a, 300, 40)[1] == a  # shrinks in place; its 272-byte tail is freed ...
+    assert m.malloc(256)[1] == a + 48  # ... into the cache, which serves a request of that chunk size
+    moved = m.realloc(HEAP, a, 40, 100)[1]  # the chunk after a is in use: a moves to the top
+    assert moved == b + 64 and m.malloc(30)[1] == a  # and its old 48-byte chunk is reused
+
+
 def test_events_free_before_allocation_at_one_clock():
     p = profile_of([(0, 16, 0, 5), (0, 16, 5, None), (0, 16, 7, 7)], [1])
-    order = [(is_alloc, o.id) for _k, is_alloc, o in events(p.objects)]
-    assert order == [(1, 1), (0, 1), (1, 2), (1, 3), (0, 3)]
+    order = [(e.action, e.obj.id) for e in events(p)]
+    assert order == [(ALLOC, 1), (FREE, 1), (ALLOC, 2), (ALLOC, 3), (FREE, 3)]
+
+
+def test_a_realloc_is_one_event_with_the_object_it_replaces():
+    p = profile_of([(0, 16, 0, 5), (1, 64, 5, None), (1, 8, 9, None)], [1])
+    p.contexts[1].kind = "r"  # context 1 calls realloc: object 2 replaces object 1 at clock 5
+    assert [(e.action, e.obj.id, e.old.id if e.old else None) for e in events(p)] == [
+        (ALLOC, 1, None), (REALLOC, 2, 1), (ALLOC, 3, None)]  # object 3: realloc(NULL, 8)
 
 
 def test_slot_sizes_follow_the_runtime_classes():
@@ -126,3 +168,16 @@ def test_bench_document_to_table_and_plot(tmp_path: Path):
     loaded = load_inputs(ReportInputs(bench=tmp_path / "b.json"))
     rep = build_report(loaded)
     assert "<b>NO</b>" in rep.html and "0.500 [0.480–0.520]" in rep.html
+
+
+def test_bench_rounds_are_shown_before_optimize_rounds(tmp_path: Path):
+    bench = {"schema": "heaplayout-bench/1", "baseline": "glibc", "configs": [
+        {"label": "from-bench", "wall_s": {"median": 1.0, "q1": 1.0, "q3": 1.0, "values": [1.0]}}]}
+    opt = {"schema": "heaplayout-optimize/1", "decision": {"best_allocator": "glibc"}, "candidates": [
+        {"label": "from-optimize", "race": {"wall_s": {"median": 1.0, "q1": 1.0, "q3": 1.0, "values": [1.0]}}}]}
+    (tmp_path / "b.json").write_text(json.dumps(bench))
+    (tmp_path / "o.json").write_text(json.dumps(opt))
+    both = build_report(load_inputs(ReportInputs(bench=tmp_path / "b.json", optimize=tmp_path / "o.json"))).html
+    assert 'data-label="from-bench"' in both and 'data-label="from-optimize"' not in both
+    alone = build_report(load_inputs(ReportInputs(optimize=tmp_path / "o.json"))).html
+    assert 'data-label="from-optimize"' in alone

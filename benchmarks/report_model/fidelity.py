@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from heaplayout.profile_format import read_profile
-from heaplayout.report.layout_model import GlibcModel, events
+from heaplayout.report.layout_model import replay_glibc
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,13 +41,7 @@ def main(argv: list[str]) -> int:
         prof = read_profile(prof_path)
     objects = sorted(prof.objects, key=lambda o: o.id)
     same_size = sum(1 for o, r in zip(objects, real) if o.size == r[0])
-    model, placed, live = GlibcModel(), {}, {}
-    for _key, is_alloc, o in events(prof.objects):
-        if is_alloc:
-            live[o.id] = placed[o.id] = model.malloc(o.size)
-        else:
-            seg, off = live.pop(o.id)
-            model.free(seg, off, o.size)
+    placed = replay_glibc(prof)
     pairs = [(placed[o.id][1], r[1]) for o, r in zip(objects, real) if placed[o.id][0][0] == "heap"]
     shift, hits = collections.Counter(rp - mp for mp, rp in pairs).most_common(1)[0] if pairs else (0, 0)
     # local agreement: the step from the previous heap allocation to this one is the same (an

@@ -5,13 +5,10 @@ The profile records which object every heap reference touched and when each obje
 allocated and freed, not addresses (hlprof tracks objects, and its run's addresses are
 valgrind's allocator's anyway). The heatmap needs addresses, so they are modelled:
 
-- **allocator alone** (`GlibcModel`): glibc's shape for small blocks: a 16-byte-aligned
-  chunk of max(32, size + 8 rounded up to 16) bytes; a freed chunk is reused by a later
-  request of the same chunk size through glibc's tcache and fastbins, and through exact-size
-  bins beyond them; otherwise the top of the heap grows. No splitting or coalescing of free
-  chunks, no realloc in place. Requests of at least glibc's initial mmap threshold (128 KiB)
-  get their own mapping. benchmarks/report_model/fidelity.py measures how many objects the
-  model puts where glibc does (docs/report.md).
+- **allocator alone** (`glibc_model.GlibcModel`): glibc's malloc, free and realloc, bins,
+  thread cache, coalescing and splitting (that module says what is left out).
+  benchmarks/report_model/fidelity.py measures how many objects it puts where glibc does
+  (docs/report.md).
 - **under the plan** (`PlanModel`): objects of a grouped context (up to the plan's
   max_object_size) are bump-allocated in their group's chunks of the plan's chunk size,
   mixed sizes in allocation order, and a freed slot is reused most recently freed first by
@@ -26,26 +23,13 @@ placement (what is next to what, how far apart), not the addresses a run would p
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from ..plan_format import Plan
 from ..profile_format import Object, Profile
+from .glibc_model import GlibcModel, Segment
 
-GLIBC_MMAP_THRESHOLD = 128 * 1024  # glibc's DEFAULT_MMAP_THRESHOLD_MIN (it grows at run time)
-GLIBC_MIN_CHUNK = 32
-GLIBC_TCACHE_COUNT = 7  # glibc's tcache_count default
-GLIBC_TCACHE_MAX_CHUNK = 1040  # chunks of requests up to tcache_max_bytes 1032
-GLIBC_FASTBIN_MAX_CHUNK = 128  # DEFAULT_MXFAST on 64-bit (64 * SIZE_SZ / 4)
-GLIBC_HEADER = 16  # the user pointer is 16 bytes past the chunk start
-PAGE = 4096
 MMAP_BASE = 1 << 40  # model address spaces of the three kinds of memory, far apart
 POOL_BASE = 1 << 44
-
-Segment = tuple[str, int]  # ("heap", 0), ("mmap", 0), ("chunk", index)
-
-
-def glibc_chunk(size: int) -> int:
-    return max(GLIBC_MIN_CHUNK, (size + 8 + 15) & ~15)
 
 
 def slot_size(size: int, align: int) -> int:
@@ -57,54 +41,6 @@ def slot_size(size: int, align: int) -> int:
     p = 1 << ((size - 1).bit_length() - 1)
     step = p // 4
     return (size + step - 1) // step * step
-
-
-class GlibcModel:
-    """tcache (7 chunks per size up to 1040 bytes, LIFO), fastbins (chunks up to 128 bytes,
-    LIFO; a request served from one moves up to 7 more into the tcache, which reverses their
-    order), exact-size LIFO bins for the rest, then the top of the heap."""
-
-    def __init__(self) -> None:
-        self.top = 0
-        self.mmap_top = 0
-        self.tcache: dict[int, list[int]] = {}
-        self.fast: dict[int, list[int]] = {}
-        self.bins: dict[int, list[int]] = {}
-
-    def malloc(self, size: int) -> tuple[Segment, int]:
-        if size >= GLIBC_MMAP_THRESHOLD:
-            at = self.mmap_top
-            self.mmap_top += (size + GLIBC_HEADER + PAGE - 1) // PAGE * PAGE
-            return ("mmap", 0), at + GLIBC_HEADER
-        csz = glibc_chunk(size)
-        cached = self.tcache.get(csz)
-        if cached:
-            return ("heap", 0), cached.pop()
-        fast = self.fast.get(csz)
-        if fast:
-            victim = fast.pop()
-            cached = self.tcache.setdefault(csz, [])
-            while fast and len(cached) < GLIBC_TCACHE_COUNT:
-                cached.append(fast.pop())
-            return ("heap", 0), victim
-        free = self.bins.get(csz)
-        if free:
-            return ("heap", 0), free.pop()
-        at = self.top + GLIBC_HEADER
-        self.top += csz
-        return ("heap", 0), at
-
-    def free(self, seg: Segment, offset: int, size: int) -> None:
-        if seg[0] != "heap":
-            return
-        csz = glibc_chunk(size)
-        cached = self.tcache.setdefault(csz, [])
-        if csz <= GLIBC_TCACHE_MAX_CHUNK and len(cached) < GLIBC_TCACHE_COUNT:
-            cached.append(offset)
-        elif csz <= GLIBC_FASTBIN_MAX_CHUNK:
-            self.fast.setdefault(csz, []).append(offset)
-        else:
-            self.bins.setdefault(csz, []).append(offset)
 
 
 class PlanModel:
@@ -147,6 +83,14 @@ class PlanModel:
         self.pool_of_object[obj.id] = (pool, cls)
         return ("chunk", chunk), off
 
+    def realloc(self, obj: Object, old: Object, seg: Segment, offset: int) -> tuple[Segment, int]:
+        """The runtime's realloc moves between pools; within the allocator underneath, glibc's."""
+        if seg[0] != "chunk" and self.pool(obj) is None:
+            return self.under.realloc(seg, offset, old.size, obj.size)
+        new = self.malloc(obj)
+        self.free(old, seg, offset)
+        return new
+
     def free(self, obj: Object, seg: Segment, offset: int) -> None:
         if seg[0] == "chunk":
             pool, cls = self.pool_of_object.pop(obj.id)
@@ -175,18 +119,73 @@ class Layout:
         return self.bands[-1].end if self.bands else 0
 
 
-def events(objects: Iterable[Object]) -> list[tuple[tuple, int, Object]]:
-    """Allocations and frees in the order they happened: by run, then clock; at one clock
-    frees before allocations (no heap access lay between, and a program that frees and
+ALLOC, FREE, REALLOC = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class Event:
+    action: int  # ALLOC, FREE or REALLOC (obj replaces old, which is freed by it)
+    obj: Object
+    old: Object | None = None
+
+
+def realloc_pairs(profile: Profile) -> dict[int, Object]:
+    """new object id -> the object a realloc moved it from. The profile records a realloc as a
+    new object at the realloc call's context and the old object freed at the same clock
+    (docs/profile-format.md); a context whose first object came from realloc (kind r) takes
+    every object from realloc. Among the objects freed at the new one's clock, the latest
+    allocated before it is taken (realloc(NULL, n) finds none: a malloc)."""
+    freed_at: dict[tuple[int, int], list[Object]] = {}
+    for o in profile.objects:
+        if o.free_time is not None:
+            freed_at.setdefault((o.run, o.free_time), []).append(o)
+    pairs: dict[int, Object] = {}
+    taken: set[int] = set()
+    for o in sorted(profile.objects, key=lambda o: (o.run, o.id)):
+        ctx = profile.contexts.get(o.context)
+        if ctx is None or ctx.kind != "r":
+            continue
+        olds = [x for x in freed_at.get((o.run, o.alloc_time), ()) if x.id < o.id and x.id not in taken]
+        if olds:
+            old = max(olds, key=lambda x: x.id)
+            pairs[o.id] = old
+            taken.add(old.id)
+    return pairs
+
+
+def events(profile: Profile) -> list[Event]:
+    """Allocations, frees and reallocs in the order they happened: by run, then clock; at one
+    clock frees before allocations (no heap access lay between, and a program that frees and
     allocates again without touching memory meets its free first), except an object's own
     free, which follows everything at its clock."""
-    ev: list[tuple[tuple, int, Object]] = []
-    for o in objects:
-        ev.append(((o.run, o.alloc_time, 1, o.id), 1, o))
-        if o.free_time is not None:
-            ev.append(((o.run, o.free_time, 2 if o.free_time == o.alloc_time else 0, o.id), 0, o))
-    ev.sort(key=lambda e: e[0])
-    return ev
+    pairs = realloc_pairs(profile)
+    moved = {old.id for old in pairs.values()}
+    keyed: list[tuple[tuple, Event]] = []
+    for o in profile.objects:
+        old = pairs.get(o.id)
+        keyed.append(((o.run, o.alloc_time, 1, o.id), Event(REALLOC, o, old) if old else Event(ALLOC, o)))
+        if o.free_time is not None and o.id not in moved:
+            keyed.append(((o.run, o.free_time, 2 if o.free_time == o.alloc_time else 0, o.id), Event(FREE, o)))
+    keyed.sort(key=lambda e: e[0])
+    return [e for _k, e in keyed]
+
+
+def replay_glibc(profile: Profile, ordered: list[Event] | None = None) -> dict[int, tuple[Segment, int]]:
+    """object id -> (segment, offset) the glibc model gives it."""
+    m = GlibcModel()
+    placed: dict[int, tuple[Segment, int]] = {}
+    live: dict[int, tuple[Segment, int]] = {}
+    for ev in ordered if ordered is not None else events(profile):
+        o = ev.obj
+        if ev.action == ALLOC:
+            live[o.id] = placed[o.id] = m.malloc(o.size)
+        elif ev.action == REALLOC:
+            seg, off = live.pop(ev.old.id)
+            live[o.id] = placed[o.id] = m.realloc(seg, off, ev.old.size, o.size)
+        else:
+            seg, off = live.pop(o.id)
+            m.free(seg, off, o.size)
+    return placed
 
 
 def _compact(title: str, placed: dict[int, tuple[Segment, int]], sizes: dict[int, int],
@@ -216,29 +215,24 @@ def _compact(title: str, placed: dict[int, tuple[Segment, int]], sizes: dict[int
     return Layout(title, position, model, bands)
 
 
-def allocator_layout(profile: Profile, ordered: list | None = None) -> Layout:
-    """`ordered`: events(profile.objects), when the caller already has them."""
-    m = GlibcModel()
-    placed: dict[int, tuple[Segment, int]] = {}
-    live: dict[int, tuple[Segment, int]] = {}
-    for _k, is_alloc, o in ordered if ordered is not None else events(profile.objects):
-        if is_alloc:
-            live[o.id] = placed[o.id] = m.malloc(o.size)
-        else:
-            seg, off = live.pop(o.id)
-            m.free(seg, off, o.size)
+def allocator_layout(profile: Profile, ordered: list[Event] | None = None) -> Layout:
+    """`ordered`: events(profile), when the caller already has them."""
     sizes = {o.id: max(1, o.size) for o in profile.objects}
-    return _compact("allocator alone (glibc-like model)", placed, sizes, 0, {})
+    return _compact("allocator alone (glibc model)", replay_glibc(profile, ordered), sizes, 0, {})
 
 
-def plan_layout(profile: Profile, plan: Plan, group_of: dict[int, int], ordered: list | None = None) -> Layout:
+def plan_layout(profile: Profile, plan: Plan, group_of: dict[int, int], ordered: list[Event] | None = None) -> Layout:
     site_of = {c.id: (c.frames[0] if c.frames else None) for c in profile.contexts.values()}
     m = PlanModel(plan, group_of, site_of)
     placed: dict[int, tuple[Segment, int]] = {}
     live: dict[int, tuple[Segment, int]] = {}
-    for _k, is_alloc, o in ordered if ordered is not None else events(profile.objects):
-        if is_alloc:
+    for ev in ordered if ordered is not None else events(profile):
+        o = ev.obj
+        if ev.action == ALLOC:
             live[o.id] = placed[o.id] = m.malloc(o)
+        elif ev.action == REALLOC:
+            seg, off = live.pop(ev.old.id)
+            live[o.id] = placed[o.id] = m.realloc(o, ev.old, seg, off)
         else:
             seg, off = live.pop(o.id)
             m.free(o, seg, off)

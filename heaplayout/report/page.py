@@ -52,7 +52,7 @@ def _unavailable(what: str) -> str:
 def heatmap_section(maps: list[Heatmap]) -> str:
     how = ("Each dot is one heap reference of the profile's reference stream (program order, left to right) at "
            "the address of the object it touched (bottom to top). Addresses are <b>modelled</b>: the profile's "
-           "allocations and frees replayed through a glibc-like allocator (before) and through the plan's pools "
+           "allocations, frees and reallocs replayed through a model of glibc's malloc (before) and through the plan's pools "
            "(after); see docs/report.md. Colour: references per cell, log scale, the same scale in both maps. "
            "Bands on the left: kinds of memory and pool chunks, each shown only up to its highest byte used.")
     figs = []
@@ -87,7 +87,7 @@ def build_report(data: Loaded) -> Report:
 
     maps: list[Heatmap] = []
     if prof is not None and prof.stream and prof.objects:
-        ordered = events(prof.objects)
+        ordered = events(prof)
         maps.append(build_heatmap(prof, allocator_layout(prof, ordered)))
         if plan is not None and grouping is not None:
             maps.append(build_heatmap(prof, plan_layout(prof, plan, grouping.group_of, ordered)))
@@ -133,7 +133,8 @@ def build_report(data: Loaded) -> Report:
     else:
         body.append(_section("contexts", "Groups and contexts", _unavailable("needs --profile or --simulate"), False))
 
-    meas = from_optimize(data.optimize) if data.optimize else from_bench(data.bench) if data.bench else None
+    # a bench run given on its own is the measurement asked for; optimize's race otherwise
+    meas = from_bench(data.bench) if data.bench else from_optimize(data.optimize) if data.optimize else None
     if meas is not None:
         src = "heaplayout optimize's race" if meas.source == "optimize" else "heaplayout bench"
         how = (f"Wall time of every round from {src} (configurations run interleaved, one round = one run of each), "

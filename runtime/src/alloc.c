@@ -25,8 +25,7 @@ static void chunks_unlink(hl_tpool *tp, hl_chunk *c) {
   if (c->next) c->next->prev = c->prev;
   c->next = c->prev = NULL;
   tp->n_others--;
-  tp->n_emptied -= c->emptied != 0;
-  tp->n_doomed -= c->emptied == 2;
+  tp->n_emptied -= c->emptied;
   c->emptied = 0;
 }
 
@@ -41,12 +40,20 @@ static void chunks_push(hl_tpool *tp, hl_chunk *c) {
 
 /* ---- free slots ---- */
 
-/* p, in chunk c, is marked HL_SIZEMAP_FREE */
-static inline void slot_push(hl_tpool *tp, hl_chunk *c, uint8_t cls, void *p) {
-  hl_free_slot *s = p;
-  s->next = tp->free[cls];
-  s->mark = hl_sizemap_entry(c, p);
+/* p is marked HL_SIZEMAP_FREE */
+static inline void slot_push(hl_tpool *tp, uint8_t cls, void *p) {
+  hl_free_slot *s = p, *head = tp->free[cls];
+  s->next = head;
+  if (head) head->prev = s;
   tp->free[cls] = s;
+}
+
+/* The head's prev is stale (internal.h): the head is recognised by the list, not by prev. */
+static inline void slot_unlink(hl_tpool *tp, uint8_t cls, hl_free_slot *s) {
+  hl_free_slot *next = s->next;
+  if (tp->free[cls] == s) tp->free[cls] = next;
+  else s->prev->next = next;
+  if (next) next->prev = s->prev; /* stale when s was the head; then next is the head */
 }
 
 /* The objects of a chunk, in address order: from byte offset lo to the bump pointer, a
@@ -86,63 +93,25 @@ static void drop_all(hl_tpool *tp) {
 }
 
 /* Releases tp's chunks whose `emptied` is at least `from` (2: the doomed ones, 1: all). */
-/* Objects in chunk c (every object of an emptied chunk is a free slot on a list). */
-static size_t chunk_objects(hl_chunk *c) {
+/* Walk the objects of a chunk whose every object is free (live == 0 and remote frees
+ * collected): each is on tp's lists; take it off and clear its size-map entry. */
+static void chunk_unlink_slots(hl_tpool *tp, hl_chunk *c) {
   uint8_t *map = hl_chunk_sizemap(c), e;
-  size_t n = 0;
   FOR_EACH_OBJECT(c, map, pos, e) {
-    n++;
-    pos += hl_class_size[e & ~HL_SIZEMAP_FREE];
-  }
-  return n;
-}
-
-/* Takes the n free slots of the chunks whose `emptied` is at least `from` off tp's lists,
- * in one pass over them (the lists are singly linked: internal.h) that stops when it has
- * found them all: the chunks emptied last (a pool torn down in order) have their slots at
- * the heads. A kept slot's link is written only when its successor changed. */
-static void lists_drop_emptied(hl_tpool *tp, uint8_t from, size_t n) {
-  for (unsigned cls = 1; cls < HL_NCLASSES && n > 0; cls++) {
-    hl_free_slot **at = &tp->free[cls], *s = *at; /* at: the link that reaches s */
-    while (s != NULL && n > 0) {
-      if (hl_chunk_of(s)->emptied >= from) { /* dropped */
-        s = s->next;
-        n--;
-        continue;
-      }
-      if (*at != s) *at = s;
-      at = &s->next;
-      s = *at;
-    }
-    if (*at != s) *at = s; /* the rest of the list, or its end */
-  }
-  hl_assert(n == 0);
-#ifdef HL_DEBUG
-  for (unsigned cls = 1; cls < HL_NCLASSES; cls++)
-    for (hl_free_slot *s = tp->free[cls]; s; s = s->next) hl_assert(hl_chunk_of(s)->emptied < from);
-#endif
-}
-
-static void release_emptied(hl_tpool *tp, uint8_t from) {
-  size_t n = 0;
-  for (hl_chunk *c = tp->others; c; c = c->next)
-    if (c->emptied >= from) n += chunk_objects(c);
-  lists_drop_emptied(tp, from, n);
-  hl_chunk *c = tp->others;
-  while (c && (from == 2 ? tp->n_doomed : tp->n_emptied)) {
-    hl_chunk *next = c->next;
-    if (c->emptied >= from) release_other(tp, c);
-    c = next;
+    uint8_t cls = e & ~HL_SIZEMAP_FREE;
+    hl_assert(cls < HL_NCLASSES);
+    slot_unlink(tp, cls, (hl_free_slot *)((char *)c + pos));
+    map[pos >> HL_GRANULE_SHIFT] = 0;
+    pos += hl_class_size[cls];
   }
 }
 
-/* A chunk became empty. Releasing it means taking its free slots off the lists, a pass
- * over the pool's free slots (lists_drop_emptied), so an emptied chunk is kept with its
- * slots serving (tunables.h, HL_EMPTIED_KEEP_SHARE) until every chunk of the pool is empty
- * (then the lists are dropped whole) or too many are; past that share each chunk that
- * empties is doomed, and the doomed ones are released together in a batch (tunables.h,
- * HL_EMPTIED_BATCH_*). The current chunk stays while others hold objects, so a pool that
- * frees and allocates one object at a time never touches the chunk cache.
+/* A chunk became empty. Releasing it means unlinking each of its free slots from the
+ * lists, a cache miss per slot, so an emptied chunk is kept with its slots serving
+ * (tunables.h, HL_EMPTIED_KEEP_SHARE) until every chunk of the pool is empty (then the
+ * lists are dropped whole) or too many are; then the one just emptied is unlinked and
+ * released. The current chunk stays while others hold objects, so a pool that frees and
+ * allocates one object at a time never touches the chunk cache.
  * Returns 1 when chunks other than c were released too (the list of others changed). */
 static int chunk_emptied(hl_tpool *tp, hl_chunk *c) {
   if (c == tp->cur) { /* the common case of a pool with one object at a time: stay */
@@ -165,12 +134,11 @@ static int chunk_emptied(hl_tpool *tp, hl_chunk *c) {
   }
   uint32_t keep = tp->n_others / HL_EMPTIED_KEEP_SHARE;
   if (keep < hl_state.opt.spare_chunks) keep = hl_state.opt.spare_chunks;
-  if (tp->n_emptied <= keep) return 0;
-  c->emptied = 2;
-  uint32_t batch = tp->n_emptied / HL_EMPTIED_BATCH_SHARE;
-  if (++tp->n_doomed < (batch > HL_EMPTIED_BATCH_MIN ? batch : HL_EMPTIED_BATCH_MIN)) return 0;
-  release_emptied(tp, 2);
-  return 1;
+  if (tp->n_emptied > keep) {
+    chunk_unlink_slots(tp, c);
+    release_other(tp, c);
+  }
+  return 0;
 }
 
 /* A free by pool.h or one collected from the remote list: checked as free() checks. */
@@ -184,7 +152,7 @@ static inline void free_into(hl_tpool *tp, hl_chunk *c, void *p) {
     tp->frees++;
     tp->freed_slot_bytes += hl_class_size[cls];
   }
-  if (!tp->no_reuse) slot_push(tp, c, cls, p);
+  if (!tp->no_reuse) slot_push(tp, cls, p);
   c->live--;
 }
 
@@ -195,13 +163,13 @@ void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p) {
 
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c) { (void)chunk_emptied(tp, c); }
 
-void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uint8_t *mark) {
+void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls) {
   tp->frees++;
   tp->freed_slot_bytes += hl_class_size[cls];
   if (!tp->no_reuse) {
-    hl_free_slot *s = p;
-    s->next = tp->free[cls];
-    s->mark = mark;
+    hl_free_slot *s = p, *head = tp->free[cls];
+    s->next = head;
+    if (head) head->prev = s;
     tp->free[cls] = s;
   }
   if (--c->live == 0 && (c != tp->cur || tp->n_others != 0)) chunk_emptied(tp, c);
@@ -256,7 +224,7 @@ static void adopt(hl_tpool *tp, hl_chunk *c) {
   uint8_t *map = hl_chunk_sizemap(c), e;
   FOR_EACH_OBJECT(c, map, pos, e) {
     uint8_t cls = e & ~HL_SIZEMAP_FREE;
-    if ((e & HL_SIZEMAP_FREE) && !tp->no_reuse) slot_push(tp, c, cls, (char *)c + pos);
+    if ((e & HL_SIZEMAP_FREE) && !tp->no_reuse) slot_push(tp, cls, (char *)c + pos);
     pos += hl_class_size[cls];
   }
   chunks_push(tp, c);
@@ -302,7 +270,15 @@ static int has_room(hl_chunk *c, uint8_t cls) {
  * freed slots in the order they were freed (apa_split's lists: 0.57x glibc's time under
  * callsite when they were reused, 0.04x when released). */
 void hl_tpool_release_emptied(hl_tpool *tp) {
-  if (tp->n_emptied != 0) release_emptied(tp, 1);
+  hl_chunk *c = tp->others;
+  while (c && tp->n_emptied) {
+    hl_chunk *next = c->next;
+    if (c->emptied) {
+      chunk_unlink_slots(tp, c);
+      release_other(tp, c);
+    }
+    c = next;
+  }
 }
 
 void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
@@ -427,7 +403,7 @@ void hl_tpool_destroy(hl_tpool *tp) {
     c = next;
   }
   tp->others = NULL;
-  tp->n_others = tp->n_emptied = tp->n_doomed = 0;
+  tp->n_others = tp->n_emptied = 0;
   if (tp->cur) hl_chunk_release(tp->cur);
   tp->cur = NULL;
   memset(tp->free, 0, sizeof tp->free);

@@ -51,7 +51,9 @@ typedef struct analysis {
   uintptr_t lo, hi, ra;
   flow_state pending[MAX_PENDING];
   unsigned npending;
-  uint64_t visited[VISITED_SLOTS];
+  uint64_t visited[VISITED_SLOTS]; /* all 0 between analyses: the used slots are cleared after */
+  uint16_t used[HL_DPA_DECODE_BUDGET];
+  unsigned nused;
   unsigned budget;
   int returned_ptr, returned_other, processes, links, undecodable;
 } analysis;
@@ -74,6 +76,7 @@ static int seen(analysis *a, const flow_state *s) {
     if (a->visited[i] == h) return 1;
     if (a->visited[i] == 0) {
       a->visited[i] = h;
+      if (a->nused < HL_DPA_DECODE_BUDGET) a->used[a->nused++] = (uint16_t)i;
       return 0;
     }
   }
@@ -151,11 +154,24 @@ static void path_returns(analysis *a, const flow_state *s, int tail_call) {
 
 static int in_function(const analysis *a, uintptr_t pc) { return pc >= a->lo && pc < a->hi; }
 
+static int holds_pointer(const flow_state *s) {
+  if (s->ptr | s->derived) return 1;
+  for (int i = 0; i < MAX_SLOTS; i++)
+    if (s->slots[i].kind) return 1;
+  return 0;
+}
+
 /* Follows one path from s until it ends; branches go on the pending list. */
 static void follow(analysis *a, flow_state s) {
   int null_test = 0; /* the previous instruction compared the pointer with 0 */
   for (;;) {
     if (!in_function(a, s.pc)) return; /* past a noreturn call, or into a .cold part */
+    /* nothing holds the pointer any more: this path cannot give it back (it returns
+     * something else, or never returns); no need to read on */
+    if (!holds_pointer(&s)) {
+      a->returned_other = 1;
+      return;
+    }
     if (a->budget == 0) {
       a->undecodable = 1;
       return;
@@ -341,7 +357,8 @@ static void follow(analysis *a, flow_state s) {
 int hl_dpa_analyze(uintptr_t ra, uintptr_t lo, uintptr_t hi) {
   static analysis shared; /* the caller holds the verdict lock: one analysis at a time */
   analysis *a = &shared;
-  memset(a, 0, sizeof *a);
+  a->npending = 0;
+  a->returned_ptr = a->returned_other = a->processes = a->links = a->undecodable = 0;
   a->lo = lo;
   a->hi = hi;
   a->ra = ra;
@@ -352,7 +369,11 @@ int hl_dpa_analyze(uintptr_t ra, uintptr_t lo, uintptr_t hi) {
   s.ptr = BIT(RAX);
   s.sp_known = 1;
   push_path(a, &s);
-  while (a->npending > 0 && !a->undecodable && !a->processes && !a->links) follow(a, a->pending[--a->npending]);
+  /* any of these decides the verdict: the other paths need not be read */
+  while (a->npending > 0 && !a->undecodable && !a->processes && !a->links && !a->returned_other)
+    follow(a, a->pending[--a->npending]);
+  for (unsigned i = 0; i < a->nused; i++) a->visited[a->used[i]] = 0;
+  a->nused = 0;
   if (a->undecodable) return DPA_V_UNDECODABLE;
   if (a->processes) return DPA_V_PROCESSES;
   if (a->links) return DPA_V_LINKS;

@@ -7,17 +7,19 @@
  *      points at an empty heap, so this misses without a test): one compare;
  *   2. the size the site asked for last: one compare, and the entry's pointer to its pool's
  *      free list for that size's class (another size: the class table, hl_site_direct_pop);
- *   3. the list's head, unlinked, its double-free mark cleared through the address free
- *      left in it, its chunk's live count; or fresh space bumped in the pool's current chunk.
+ *   3. the list's head, unlinked, its double-free mark cleared (without a test: a sized
+ *      delete's slot has none), its chunk's live count; or fresh space bumped in the pool's
+ *      current chunk (8 bytes of padding where an odd-multiple class left the bump so).
  * That is all a context-keyed pool needs beyond a size-class allocator: the return address
- * read and compared. Malloc costs 21 instructions, free 24 (docs/results.md, section 9).
- * A miss goes on by a jump (the return address stays the program's): the forward of a
- * site cached as not pooled, or the full path (hl_alloc_try, hl_policy_alloc, the slow
+ * read and compared. Malloc costs 23 instructions, free 25 (docs/results.md, section 9).
+ * A miss answers HL_FORWARD for a site cached as not pooled or a request its pool does not
+ * take (the allocator underneath serves it at once), else goes on by a jump (the return
+ * address stays the program's) to the full path (hl_alloc_try, hl_policy_alloc, the slow
  * paths in interpose.c and alloc.c) with the policy, the chain cache for plan rules that
  * need more frames, PreFix, statistics.
  *
  * The debug library (libheaplayout_debug.so, HL_DEBUG) asserts what the fast paths take
- * for granted: a popped slot's chunk is in use and not emptied, its mark is its entry. */
+ * for granted: a popped slot's chunk is in use and not emptied, its entry holds a class. */
 #ifndef HL_FASTPATH_H
 #define HL_FASTPATH_H
 
@@ -99,10 +101,12 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
   char *b = c->bump;
   if (b == NULL) __builtin_unreachable(); /* a chunk's bump pointer: the caller need not test */
   size_t csize = hl_class_size[cls];
+  /* a 16-multiple class after an odd-multiple one: 8 bytes of padding, as the slow path's
+   * has_room pads (tested only when the bump is not 16-aligned, which only odd-multiple
+   * classes leave). Through the slow path, a packed group of 24- and 32-byte objects
+   * (apa_split) paid about 200 instructions for every other allocation. */
+  if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, (uint8_t)cls)) b += 8;
   if (HL_UNLIKELY((size_t)(c->end - b) < csize)) return NULL;
-  /* a 16-multiple class after an odd-multiple one: the slow path pads the bump (tested only
-   * when the bump is not 16-aligned, which only odd-multiple classes leave) */
-  if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, (uint8_t)cls)) return NULL;
   if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   c->bump = b + csize;
   *hl_sizemap_entry_used(c, b) = (uint8_t)cls;
@@ -144,31 +148,19 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   obj = *list;
 #endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
-  /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
-  if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && !c->emptied);
-  hl_assert(obj->mark == hl_sizemap_entry(c, obj) ? (*obj->mark & HL_SIZEMAP_FREE) != 0 : *obj->mark == 0);
   *list = obj->next;
-  hl_slot_unmark(obj); /* the double-free mark (or a sized delete's hl_no_mark: no change) */
+  hl_slot_unmark(c, obj); /* the double-free mark (a sized delete's slot has none: no change) */
   c->live++;
+  /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
+  if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   return obj;
 }
 
 /* Statistics are on: forwarded requests are counted (hl_counted). */
 static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.counting); }
 
-/* After a missed site-direct pop: the allocator underneath serves this request without
- * more ado, because the thread's cache holds the site as not pooled (hl_alloc_try's
- * HL_FORWARD for it, any size), or its pool takes no object of this size (a callsite pool
- * and a request over its 128 bytes: the full path cost about 30 instructions more), and
- * nothing is counted. Lets malloc and new forward in a tail call with no frame. */
-static inline __attribute__((always_inline)) int hl_site_forwards(uintptr_t ra, size_t size) {
-  const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
-  if (e->ra != ra || hl_counting()) return 0;
-  const hl_tpool *tp = e->tp;
-  return tp == NULL || (tp != HL_TP_WALK && size > tp->max_size);
-}
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
  * this site (tp a pool that takes size, statistics off, no emptied chunk: the pop does not
  * test for one, hl_heap_direct_off), at hl_forward_slot for a site not pooled while
@@ -182,8 +174,9 @@ static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size
     e->size = SIZE_MAX; /* every request misses the size first and finds hl_forward_slot */
     e->list = &hl_forward_slot;
   } else {
-    /* while tp has an emptied chunk, a size no request has: the full path looks again */
-    e->size = tp != NULL && tp != HL_TP_WALK && tp->n_emptied != 0 ? SIZE_MAX : size;
+    /* a walk site, or while tp has an emptied chunk: a size no request has, so that the
+     * pop leaves at its size compare and the full path looks again */
+    e->size = tp == HL_TP_WALK || (tp != NULL && tp->n_emptied != 0) ? SIZE_MAX : size;
     e->list = &hl_no_slot;
   }
 }

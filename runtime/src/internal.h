@@ -146,7 +146,7 @@ typedef struct hl_chunk {
   uint32_t magic;
   uint16_t pool;                      /* pool id, for stats */
   uint8_t in_use;
-  uint8_t emptied;                    /* no live object, slots still on the lists (alloc.c): 1 kept, 2 doomed */
+  uint8_t emptied;                    /* no live object, slots still on the lists (alloc.c) */
   _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
   /* the owner thread (hl_thread_self), the one thing free compares with the calling thread;
    * 0 while abandoned, while the owner counts statistics, and for pool.h pools (their free
@@ -164,20 +164,20 @@ typedef struct hl_chunk {
   uintptr_t map_base;
 } hl_chunk;
 
-/* A free slot, linked into its thread-pool's list for its class (singly: an emptied
- * chunk's slots are taken off by one pass over the lists, alloc.c, lists_drop_emptied; a
- * back link cost every free onto a non-empty list a store and a test).
+/* A free slot, linked into its thread-pool's list for its class. prev is valid on every
+ * slot but the head (popping the head leaves the next slot's prev stale: that write would
+ * touch one more line per allocation); unlinking asks the list head instead. The back link
+ * lets an emptied chunk's slots be unlinked in O(its slots); singly linked lists (issue
+ * 21's third round) needed a pass over the lists instead, which cost ft 2.1M more D1
+ * misses and 8% of its time (docs/results.md section 9).
  * A slot freed by free() is also marked HL_SIZEMAP_FREE in the size map, which free reads
- * anyway and checks (a double free); the mark goes when the slot is allocated again,
- * through `mark`, the entry's address, which free computed and leaves in the slot: the pop
- * clears HL_SIZEMAP_FREE at `mark` without a test and without finding the entry. A sized
- * delete does not touch the size map (a cache line on a random delete); its slot's `mark`
- * is its pool's free[0] (hl_no_mark), a byte that is always 0, so the pop's clear changes
- * nothing there (a flag in the link and a branch on it cost the pop two instructions).
- * While a chunk waits for adoption, all its free slots are marked. */
+ * anyway and checks (a double free); the mark goes when the slot is allocated again. A
+ * sized delete does not touch the size map (a cache line on a random delete); its slot
+ * carries no mark, and clearing an absent bit changes nothing, so taking it again needs
+ * no test. While a chunk waits for adoption, all its free slots are marked. */
 typedef struct hl_free_slot {
   struct hl_free_slot *next;
-  uint8_t *mark; /* the slot's size-map entry, or hl_no_mark of its pool */
+  struct hl_free_slot *prev;
 } hl_free_slot;
 #define HL_SIZEMAP_FREE 0x80u
 static inline hl_free_slot *hl_slot_next(const hl_free_slot *s) { return s->next; }
@@ -237,7 +237,6 @@ typedef struct hl_tpool {
   hl_chunk *others;         /* the pool's other chunks */
   uint32_t n_others;        /* chunks on others */
   uint32_t n_emptied;       /* of them, emptied ones whose slots are still on the lists */
-  uint32_t n_doomed;        /* of those, ones waiting to be released in the next batch (alloc.c) */
   struct hl_heap *heap;     /* HL_HEAP_EXPLICIT for an explicit pool */
   uint16_t pool;
   uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
@@ -312,28 +311,24 @@ static inline void hl_chunk_set_owner(hl_chunk *c, hl_tpool *tp, memory_order or
   atomic_store_explicit(&c->owner, tp, order);
 }
 
-/* A sized delete's `mark` (hl_free_slot): its pool's list of class 0, which is never
- * used, so its low byte stays 0 under the pop's clear; only the owner thread writes it. */
-static inline uint8_t *hl_no_mark(hl_tpool *tp) { return (uint8_t *)&tp->free[0]; }
-
-/* Drops the double-free mark of s, taken off a list (its class stays in the size map). */
-static inline __attribute__((always_inline)) void hl_slot_unmark(hl_free_slot *s) {
-  uint8_t *mark = s->mark;
+/* Drops the double-free mark of s (in chunk c), taken off a list: its class stays in the
+ * size map. A sized delete's slot has no mark; clearing it anyway spares a test. */
+static inline __attribute__((always_inline)) void hl_slot_unmark(hl_chunk *c, const hl_free_slot *s) {
+  uint8_t *entry = hl_sizemap_entry(c, s);
+  hl_assert((*entry & ~HL_SIZEMAP_FREE) > 0 && (*entry & ~HL_SIZEMAP_FREE) < HL_NCLASSES);
 #if defined(__x86_64__)
   /* one read-modify-write: in C, GCC loads, masks and stores (two more) */
-  __asm__("andb %1, %0" : "+m"(*mark) : "i"(~HL_SIZEMAP_FREE & 0xff));
+  __asm__("andb %1, %0" : "+m"(*entry) : "i"(~HL_SIZEMAP_FREE & 0xff));
 #else
-  *mark &= ~HL_SIZEMAP_FREE;
+  *entry &= ~HL_SIZEMAP_FREE;
 #endif
 }
 
 /* Takes s, the head of tp's list for cls (in chunk c), off the list: it is live again. */
 static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uint8_t cls, hl_free_slot *s, hl_chunk *c) {
-  hl_assert(s->mark == hl_no_mark(tp) ? *s->mark == 0
-                                      : s->mark == hl_sizemap_entry(c, s) && *s->mark == (cls | HL_SIZEMAP_FREE));
-  (void)c;
+  hl_assert((*hl_sizemap_entry(c, s) & ~HL_SIZEMAP_FREE) == cls);
   tp->free[cls] = s->next;
-  hl_slot_unmark(s);
+  hl_slot_unmark(c, s);
 }
 
 /* The allocation fast path: the most recently freed slot of the class, else fresh bump
@@ -357,8 +352,10 @@ static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *
   hl_chunk *c = tp->cur;
   if (HL_LIKELY(c != NULL)) {
     char *b = c->bump;
-    /* a 16-multiple class after an odd-multiple one: the slow path pads the bump */
-    if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls] && hl_slot_aligned((uintptr_t)b, cls))) {
+    /* a 16-multiple class after an odd-multiple one: 8 bytes of padding (as alloc.c's
+     * has_room; through the slow path it cost about 200 instructions) */
+    if (HL_UNLIKELY(!hl_slot_aligned((uintptr_t)b, cls))) b += 8;
+    if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls])) {
       c->bump = b + hl_class_size[cls];
       hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
       c->live++;
@@ -571,7 +568,7 @@ static inline hl_step_rule *hl_site_rule(hl_heap *h, const hl_site_cache_entry *
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c);
 void hl_free_remote(hl_chunk *c, void *p);
 /* hl_free_slot_local with statistics on: counts the free, then does what it does */
-void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, uint8_t *mark);
+void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls);
 /* entry: the slot's size-map entry (0: not an object, HL_SIZEMAP_FREE set: freed already).
  * It does not return; it is not declared noreturn, so that callers reach it by a jump. */
 __attribute__((cold)) void hl_free_invalid(const void *p, uint8_t entry, const char *func);
@@ -590,21 +587,17 @@ static inline void hl_sizemap_mark_free(uint8_t *entry) {
   *entry |= HL_SIZEMAP_FREE;
 #endif
 }
-/* The owner's free of slot p of class cls in chunk c; mark: its size-map entry, marked,
- * or hl_no_mark(tp) when the entry was left alone (a sized delete). */
+/* The owner's free of slot p of class cls in chunk c. */
 static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *tp, hl_chunk *c, void *p, size_t cls,
-                                                                   uint8_t *mark, int may_count) {
+                                                                   int may_count) {
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
-  hl_assert(mark == hl_no_mark(tp) || mark == hl_sizemap_entry(c, p));
   if (may_count && HL_UNLIKELY(tp->counting)) { /* statistics: counted out of line, by a tail call */
-    hl_free_slot_counted(tp, c, p, cls, mark);
+    hl_free_slot_counted(tp, c, p, cls);
     return;
   }
-  hl_free_slot *s = p;
-  s->mark = mark;
-  /* two adjacent stores: GCC would pair them in SSE registers (one instruction more) */
-  __asm__("" : "+m"(s->mark));
-  s->next = tp->free[cls];
+  hl_free_slot *s = p, *head = tp->free[cls];
+  s->next = head;
+  if (head) head->prev = s;
   tp->free[cls] = s;
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
   if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
@@ -623,7 +616,7 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
       hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
       return;
     }
-    hl_free_slot_local(tp, c, p, cls, hl_no_mark(tp), may_count);
+    hl_free_slot_local(tp, c, p, cls, may_count);
   } else {
     uint8_t *entry = hl_sizemap_entry_used(c, p);
     size_t cls = *entry;
@@ -632,7 +625,7 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
       return;
     }
     hl_sizemap_mark_free(entry);
-    hl_free_slot_local(tp, c, p, cls, entry, may_count);
+    hl_free_slot_local(tp, c, p, cls, may_count);
   }
 }
 /* A free whose chunk's owner_thread is not the calling thread: another thread's chunk

@@ -151,16 +151,15 @@ static HL_NOINLINE __attribute__((noclone)) void *malloc_placing_full(size_t siz
   return p == HL_FORWARD ? malloc_forward(size) : hl_malloc_from(size, HL_FRAME);
 }
 
-/* After a missed pop, reached by a jump: a request larger than any pool takes (never
- * cached: hl_alloc_try forwards it before it looks at the site) and a site cached as not
- * pooled forward at once, the rest takes the full path. Out of malloc, so that the pop
- * keeps to the registers it needs (inline, GCC saved one for it: 3 instructions on every
- * pooled malloc). */
+/* After a missed pop (the pop itself answers HL_FORWARD for a site cached as not pooled),
+ * reached by a jump: a request larger than any pool takes (never cached: hl_alloc_try
+ * forwards it before it looks at the site) forwards at once, the rest takes the full path.
+ * Out of malloc, so that the pop keeps to the registers it needs (inline, GCC saved one
+ * for it: 3 instructions on every pooled malloc). */
 static HL_NOINLINE __attribute__((noclone, optimize("omit-frame-pointer"))) void *malloc_missed(size_t size) {
   if (size > hl_state.opt.max_size &&
       atomic_load_explicit(&hl_state.policy, memory_order_relaxed) >= HL_POLICY_CALLSITE)
     return malloc_forward(size);
-  if (hl_site_forwards((uintptr_t)__builtin_return_address(0), size)) return hl_next_alloc.malloc(size);
   return malloc_placing_full(size);
 }
 

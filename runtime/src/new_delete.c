@@ -75,10 +75,10 @@ static void *new_aligned_impl(size_t size, size_t align, void *const *ra, int no
  * frame then starts the stack walk with the program's call site as its return address. */
 static HL_NOINLINE __attribute__((noclone)) void *new_full(size_t size) { return new_impl(size, RA, 0); }
 static HL_NOINLINE __attribute__((noclone)) void *new_full_nothrow(size_t size) { return new_impl(size, RA, 1); }
-/* then, for a request the allocator underneath serves (policy off, or a site cached as not
- * pooled) and that has its own new: a tail call to it (new_below) */
-static inline __attribute__((always_inline)) int new_forwards(uintptr_t ra, size_t size) {
-  return atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed) || hl_site_forwards(ra, size);
+/* then, under policy off, a request for the allocator underneath's own new when it has
+ * one: a tail call to it (a site cached as not pooled: the pop's HL_FORWARD, below) */
+static inline __attribute__((always_inline)) int new_forwards(void) {
+  return atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed);
 }
 #define HL_FRAMELESS __attribute__((optimize("omit-frame-pointer")))
 /* After a missed pop, reached by a jump (so its return address is still the program's call
@@ -86,8 +86,7 @@ static inline __attribute__((always_inline)) int new_forwards(uintptr_t ra, size
  * the registers it needs: with the forward inline, GCC saved a register and kept the
  * entry's offset for it (4 instructions on every pooled new). */
 #define HL_NEW_MISSED(full, below, ...)                                             \
-  uintptr_t ra = (uintptr_t)__builtin_return_address(0);                           \
-  if (hl_next_alloc.below != NULL && new_forwards(ra, size)) return hl_next_alloc.below(__VA_ARGS__); \
+  if (hl_next_alloc.below != NULL && new_forwards()) return hl_next_alloc.below(__VA_ARGS__); \
   return full(size)
 static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed(size_t size) {
   HL_NEW_MISSED(new_full, op_new, size);

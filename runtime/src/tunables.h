@@ -45,13 +45,6 @@
  * count) are empty. Releasing at once unlinks every slot, a cache miss each: health spent
  * 10% of its D1 misses (cachegrind) unlinking the chunks its final frees emptied. */
 #define HL_EMPTIED_KEEP_SHARE 2u
-/* Ours. The free lists are singly linked (a back link cost every free a store), so taking
- * an emptied chunk's slots off them is a pass over all of the pool's free slots; chunks
- * past the share above are therefore released in batches of at least this many, and at
- * least 1/HL_EMPTIED_BATCH_SHARE of the emptied ones: a pass then costs each free slot
- * a bounded number of visits, and a batch keeps at most a quarter more chunks resident. */
-#define HL_EMPTIED_BATCH_MIN 4u
-#define HL_EMPTIED_BATCH_SHARE 4u
 
 /* (env HEAPLAYOUT_MIN_ALIGN, 8 or 16; else the plan's min_align record; else 16) 16 is
  * what glibc promises on x86-64, and what clang assumes of every malloc and operator new

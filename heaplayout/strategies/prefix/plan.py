@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ... import identify
 from ...plan_format import MAX_RULE_FRAMES, Plan, PlanModule, SelectRule
-from ...plan_prefix import PrefixCounter, PrefixRecords, PrefixSite, PrefixSlot
+from ...plan_prefix import MAX_COUNTERS, MAX_SITES, PrefixCounter, PrefixRecords, PrefixSite, PrefixSlot
 from ...profile_format import Profile
 from .analyze import analyze
 from .params import PrefixParams
@@ -50,6 +50,31 @@ def counter_record(cid: int, r: ContextRule) -> PrefixCounter:
     return PrefixCounter(cid, "fixed", 0, ranges=_ranges(r.values))
 
 
+def within_runtime_limits(layout: PrefixLayout) -> set[int]:
+    """The contexts of the hottest counters that the runtime's tables hold (MAX_COUNTERS
+    counters, MAX_SITES sites): a counter is kept or dropped with all its contexts, since a
+    counter counting fewer contexts would give every later allocation another value. A
+    dropped context's slots stay holes in the region; its objects go where the plan's other
+    records send them."""
+    contexts_of: dict[int, list[int]] = {}
+    accesses: dict[int, int] = {}  # counter -> profiled accesses of the objects its slots take
+    for r in layout.rules:
+        contexts_of.setdefault(r.counter, []).append(r.context)
+        accesses[r.counter] = accesses.get(r.counter, 0) + r.accesses
+
+    def heat(counter: int) -> int:
+        return accesses[counter]
+
+    kept: set[int] = set()
+    ncounters = 0
+    for counter in sorted(contexts_of, key=lambda k: (-heat(k), k)):
+        if ncounters + 1 > MAX_COUNTERS or len(kept) + len(contexts_of[counter]) > MAX_SITES:
+            continue
+        ncounters += 1
+        kept.update(contexts_of[counter])
+    return kept
+
+
 def prefix_records(profile: Profile, layout: PrefixLayout, usable: set[int],
                    module_index: dict[int, int]) -> PrefixPlanned:
     """The records of one layout; module_index (profile module -> plan module) is extended
@@ -58,14 +83,15 @@ def prefix_records(profile: Profile, layout: PrefixLayout, usable: set[int],
     counters: dict[int, int] = {}  # analysis counter id -> dense plan id
     pre = PrefixRecords(region_bytes=layout.region_bytes, region_align=layout.align)
     site_of: dict[int, int] = {}
-    for r in sorted(layout.rules, key=lambda r: (r.counter, r.context)):
+    kept = within_runtime_limits(layout)
+    for r in sorted((r for r in layout.rules if r.context in kept), key=lambda r: (r.counter, r.context)):
         if r.counter not in counters:
             counters[r.counter] = len(counters) + 1
             pre.counters.append(counter_record(counters[r.counter], r))
         site_of[r.context] = len(site_of) + 1
         pre.sites.append(PrefixSite(site_of[r.context], counters[r.counter]))
     slots = [PrefixSlot(counters[s.counter], s.index if s.recycled else s.value, site_of[s.context], s.offset, s.size)
-             for s in layout.slots]
+             for s in layout.slots if s.context in kept]
     pre.slots = sorted(slots, key=lambda s: (s.counter, s.value))
     contexts = [identify.LabelledContext(c.id, tuple(c.frames[:MAX_RULE_FRAMES]), c.accesses, site_of.get(c.id, 0),
                                          c.objects)
