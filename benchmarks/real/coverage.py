@@ -14,7 +14,6 @@ runtime's per-thread caches in multi-threaded ones).
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -26,6 +25,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.real import corpus  # noqa: E402
 from benchmarks.real.measure import HL, base_environment  # noqa: E402
+from benchmarks.real.profiled import arguments, profiled_programs  # noqa: E402
 from heaplayout.placement import Placement, read_placement  # noqa: E402
 
 PLANS = {"halo": [], "halo-site": ["--walk-budget", "0"]}
@@ -84,21 +84,12 @@ def markdown(rows: list[dict], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m benchmarks.real.coverage", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="build/real", help="the corpus output directory (default build/real)")
-    ap.add_argument("--programs", metavar="A,B", help="only these programs")
-    args = ap.parse_args(argv)
+    args = arguments("python3 -m benchmarks.real.coverage", __doc__, argv)
     out = Path(args.out).resolve()
-    programs = corpus.select(corpus.load_corpus(), args.programs.split(",") if args.programs else None)
+    out.mkdir(parents=True, exist_ok=True)
     rows = []
-    for p in programs:
-        dest = out / p.name
-        prof = dest / "train.prof"
-        if not prof.exists():
-            say(f"[coverage] {p.name}: no {prof} (run the plans stage first); skipped")
-            continue
-        dirs = {which: corpus.write_input(p, which, out / "inputs") for which in corpus.INPUTS}
+    for item in profiled_programs(args, say, "coverage"):
+        p, dest, prof, dirs = item.program, item.dest, item.profile, item.inputs
         for name, opts in PLANS.items():
             plan_path = plan(prof, dest, name, opts)
             if plan_path is None:

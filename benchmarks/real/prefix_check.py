@@ -16,7 +16,6 @@ output differs or a run fails.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -31,6 +30,7 @@ if str(REPO) not in sys.path:
 from benchmarks.real import corpus  # noqa: E402
 from benchmarks.real.check import base_environment, run_program  # noqa: E402
 from benchmarks.real.measure import HL  # noqa: E402
+from benchmarks.real.profiled import arguments, profiled_programs  # noqa: E402
 from benchmarks.real.outputs import first_difference, normalizer  # noqa: E402
 from heaplayout.runtime_env import RuntimeConfig, for_program, runtime_env  # noqa: E402
 
@@ -103,21 +103,12 @@ def markdown(rows: list[dict], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m benchmarks.real.prefix_check", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="build/real", help="the corpus output directory (default build/real)")
-    ap.add_argument("--programs", metavar="A,B", help="only these programs")
-    args = ap.parse_args(argv)
+    args = arguments("python3 -m benchmarks.real.prefix_check", __doc__, argv)
     out = Path(args.out).resolve()
-    programs = corpus.select(corpus.load_corpus(), args.programs.split(",") if args.programs else None)
+    out.mkdir(parents=True, exist_ok=True)
     rows, bad = [], 0
-    for p in programs:
-        dest = out / p.name
-        prof = dest / "train.prof"
-        if not prof.exists():
-            say(f"[prefix] {p.name}: no {prof} (run the plans stage first); skipped")
-            continue
-        dirs = {which: corpus.write_input(p, which, out / "inputs") for which in corpus.INPUTS}
+    for item in profiled_programs(args, say, "prefix"):
+        p, dest, prof, dirs = item.program, item.dest, item.profile, item.inputs
         normalize = normalizer(p.normalize)
         native = {}
         for which in corpus.INPUTS:

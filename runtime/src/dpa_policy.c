@@ -231,6 +231,11 @@ static hl_tpool *decide(void *const *fp, size_t size, uint32_t *gout, int sample
     cache_chain(heap, &c, NULL, size);
     return NULL;
   }
+  /* while counted, every HL_DPA_COUNT_SAMPLE_EVERY-th allocation samples (its previous
+   * object is the allocator underneath's: a system call to read); while learning, all */
+  if (sample && state == G_COUNTING &&
+      atomic_load_explicit(&groups[r].count, memory_order_relaxed) % HL_DPA_COUNT_SAMPLE_EVERY != 0)
+    sample = 0;
   if (state != G_SETTLED && sample) {
     uintptr_t prev = atomic_load_explicit(&groups[g].last, memory_order_relaxed);
     if (prev) {
