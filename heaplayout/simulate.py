@@ -48,6 +48,27 @@ class SimulateError(RuntimeError):
     pass
 
 
+# libhlperturb (simulator/perturb/): placements of known kind for validating the estimate
+PERTURB_MODES = ("order", "sizeclass", "random", "shuffle")
+
+
+def perturb_library() -> Path:
+    """The layout-perturbation allocator, build/simulator/perturb/libhlperturb.so."""
+    lib = paths.build_dir() / "simulator" / "perturb" / "libhlperturb.so"
+    if not lib.exists():
+        raise paths.MissingArtifact(f"libhlperturb.so not found at {lib}; build it with: scripts/build.sh "
+                                    "(or set HEAPLAYOUT_BUILD_DIR to your CMake build directory)")
+    return lib
+
+
+def perturb_env(mode: str, arenas: int = 4, seed: int = 1, reuse: bool = False) -> dict[str, str]:
+    """The environment that runs a program under libhlperturb in `mode` (PERTURB_MODES)."""
+    if mode not in PERTURB_MODES:
+        raise ValueError(f"unknown perturbation {mode!r}; choose one of: {', '.join(PERTURB_MODES)}")
+    return {"LD_PRELOAD": str(perturb_library()), "HLPERTURB_MODE": mode, "HLPERTURB_ARENAS": str(arenas),
+            "HLPERTURB_SEED": str(seed), "HLPERTURB_FREE": "reuse" if reuse else "none"}
+
+
 def simulator_lib_dir() -> Path:
     """The VALGRIND_LIB directory the build prepares (build/simulator/lib)."""
     d = paths.build_dir() / "simulator" / "lib"
