@@ -19,6 +19,7 @@ from typing import Sequence
 
 from . import paths
 from .program_input import open_stdin
+from .allocators import display_name
 from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
 
 TOOL = "hlsim"
@@ -146,6 +147,20 @@ class SimOptions:
         return layout
 
 
+def valgrind_env(client_env: dict[str, str], program: Sequence[str],
+                 base: dict[str, str] | None = None) -> tuple[dict[str, str], str]:
+    """Valgrind's own environment (valgrind passes it to the client): `base` (default: ours)
+    with the layout's variables, and the user's LD_PRELOAD kept after the layout's libraries,
+    as `heaplayout run` keeps it. Returns the environment and the user's part ("" if none)."""
+    env = dict(os.environ if base is None else base)
+    user = env.pop("LD_PRELOAD", "").strip(": ")
+    add = for_program(client_env, program[0])
+    env.update(add)
+    if user:
+        env["LD_PRELOAD"] = f"{add['LD_PRELOAD']}:{user}" if add.get("LD_PRELOAD") else user
+    return env, user
+
+
 def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.PathLike | None = None,
                    valgrind: str = "valgrind", stdout=None, stderr=None,
                    log_file: str | None = None, stdin: Path | None = None) -> dict:
@@ -162,10 +177,8 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         if log_file:
             argv.append(f"--log-file={log_file}")
         argv += list(program)
-        env = dict(os.environ)
+        env, user_preload = valgrind_env(opts.client_env(), program)  # LD_PRELOAD in valgrind's environment
         env["VALGRIND_LIB"] = str(lib)
-        env.pop("LD_PRELOAD", None)
-        env.update(for_program(opts.client_env(), program[0]))  # LD_PRELOAD in valgrind's own environment
         with open_stdin(stdin) as inp:
             proc = subprocess.Popen(argv, env=env, stdin=inp, stdout=stdout, stderr=stderr)
             out = Path(tmp) / f"result.{proc.pid}.json"
@@ -175,7 +188,7 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         result = json.loads(out.read_text())
     result["program"] = list(program)
     result["layout"] = {"policy": opts.policy, "allocator": opts.allocator, "plan": opts.plan,
-                        "runtime_options": dict(opts.runtime_options)}
+                        "runtime_options": dict(opts.runtime_options), "user_preload": user_preload}
     result["valgrind_exit"] = proc.returncode
     if isinstance(captured, bytes):  # stdout=subprocess.PIPE
         result["program_stdout"] = captured.decode(errors="replace")
@@ -314,7 +327,11 @@ def label_of(r: dict) -> str:
     lay = r.get("layout") or {}
     if not lay:
         return "?"
-    return lay["allocator"] if lay["policy"] == "none" else f"{lay['policy']}+{lay['allocator']}"
+    name = display_name(lay["allocator"])
+    label = name if lay["policy"] == "none" else f"{lay['policy']}+{name}"
+    if lay.get("user_preload"):
+        label += f" (and the user's LD_PRELOAD={lay['user_preload']})"
+    return label
 
 
 # --------------------------------------------------------------------------- cachegrind
@@ -323,9 +340,7 @@ def run_cachegrind(program: Sequence[str], client_env: dict[str, str], valgrind:
     """D1 and LL data misses under cachegrind's validation geometry."""
     with tempfile.TemporaryDirectory(prefix="hlsim-cg.") as tmp:
         out = Path(tmp) / "cg.out"
-        env = dict(os.environ)
-        env.pop("LD_PRELOAD", None)
-        env.update(for_program(client_env, program[0]))
+        env, _ = valgrind_env(client_env, program)
         argv = [valgrind, "-q", "--tool=cachegrind", *CACHEGRIND_ARGS, f"--cachegrind-out-file={out}", *program]
         subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)

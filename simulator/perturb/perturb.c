@@ -126,7 +126,12 @@ static void init(void) {
   uint64_t per = env_num("HLPERTURB_RESERVE", PT_DEFAULT_RESERVE) / narenas;
   per = (per + PT_PAGE - 1) & ~(uint64_t)(PT_PAGE - 1);
   if (per < PT_PAGE * 16) per = PT_PAGE * 16;
-  void *base = mmap(0, per * narenas, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *base = MAP_FAILED;
+  /* Valgrind's address-space manager refuses very large mappings (64 GiB fails, 32 GiB
+   * works): halve until one is granted */
+  for (; base == MAP_FAILED && per >= PT_MIN_ARENA; per /= 2)
+    base = mmap(0, per * narenas, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  per *= 2; /* undo the loop's last halving */
   if (base == MAP_FAILED) {
     static const char msg[] = "libhlperturb: cannot reserve the arenas; the next allocator serves everything\n";
     if (write(2, msg, sizeof msg - 1) < 0) {}

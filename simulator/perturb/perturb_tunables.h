@@ -10,6 +10,7 @@
 #define PT_DEFAULT_ARENAS 4               /* random mode: the "four arenas" */
 #define PT_MAX_ARENAS 128                 /* the header keeps the arena in 8 bits */
 #define PT_DEFAULT_RESERVE (64ULL << 30)  /* virtual bytes for all arenas (MAP_NORESERVE): split evenly */
+#define PT_MIN_ARENA (1ULL << 24)       /* smallest arena tried when a reservation is refused */
 #define PT_BOOT_BYTES 4096                /* dlsym's calloc before the next allocator is known */
 #define PT_MAGIC 0x4850ULL                /* "HP" in the header above class and arena */
 
