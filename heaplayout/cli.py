@@ -11,7 +11,7 @@ from . import __version__
 
 # Each module named here defines `add_parser(subparsers)`, which registers its subcommand
 # and sets `func(args) -> int` as the parser default.
-SUBCOMMANDS = ("run", "bench", "profile", "plan", "simulate", "optimize", "report")
+SUBCOMMANDS = ("run", "bench", "profile", "plan", "simulate", "optimize", "report", "cc")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +38,10 @@ def split_program(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["cc"]:  # a compiler driver: every later argument is the compiler's
+        from .commands import cc
+
+        return cc.run_driver(argv[1:])
     ours, program = split_program(argv)
     parser = build_parser()
     args = parser.parse_args(ours)

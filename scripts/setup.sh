@@ -8,8 +8,9 @@ have() { dpkg -s "$1" >/dev/null 2>&1; }
 # sqlite3, lua5.4, jq: real programs the tests run under the runtime (test_real_programs.py, test_real_corpus.py)
 # clang-16, libclang-rt-16-dev: the libFuzzer harnesses in fuzz/ (test_fuzz.py, benchmarks/fuzz_plan.py)
 # chromium: headless rendering of `heaplayout report`'s page (test_report.py)
+# llvm-16-dev: headers and CMake files for the pool allocation pass plugin in compiler/ (test_cc_plugin.py)
 for pkg in build-essential cmake ninja-build valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 sqlite3 lua5.4 jq xz-utils python3-pip \
-           clang-16 libclang-rt-16-dev chromium; do
+           clang-16 libclang-rt-16-dev chromium llvm-16-dev; do
   have "$pkg" || need_pkgs+=("$pkg")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -1,0 +1,57 @@
+// DSA's bottom-up phase: strongly connected components of the direct call graph, callees
+// first. The functions of one SCC share one graph (calls inside it unify actuals with
+// formals); a call to a finished SCC copies the callee's graph into the caller at that call
+// site (heap cloning: each call site gets its own copy of the callee's objects, which is
+// what keeps two lists built by one function apart). The copy's node map is kept per call
+// site: it is the paper's NodeInCaller.
+#pragma once
+
+#include "DSGraph.h"
+#include "ExternalFunctions.h"
+#include "LocalAnalysis.h"
+
+#include "llvm/IR/Module.h"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace hlapa {
+
+struct SCCInfo {
+  std::vector<llvm::Function *> Members;
+  std::unique_ptr<DSGraph> Graph;
+};
+
+class BottomUp : public CallResolver {
+public:
+  explicit BottomUp(llvm::Module &M);
+  void run();
+
+  const std::vector<SCCInfo> &sccs() const { return SCCs; }
+  unsigned sccOf(const llvm::Function *F) const { return SCCIndex.at(F); }
+  bool hasBody(const llvm::Function *F) const { return SCCIndex.count(F) != 0; }
+  // Callee node (in the callee's graph) -> its copy in the caller's graph, per call site.
+  const std::map<const DSNode *, DSNode *> *nodeMap(const llvm::CallBase *CB) const;
+  // Calls to functions with a body that were resolved as calls (not as unknown code).
+  bool isResolvedCall(const llvm::CallBase *CB) const { return Resolved.count(CB) != 0; }
+  CalleeKind kindOf(const llvm::CallBase *CB) const;
+  // The node a value of function F points to, or null.
+  DSNode *nodeOf(const llvm::Value *V, const llvm::Function *F) const;
+
+  bool resolveDirectCall(llvm::CallBase &CB, llvm::Function &Callee, DSGraph &G) override;
+
+private:
+  void computeSCCs();
+  llvm::Module &M;
+  const llvm::DataLayout &DL;
+  std::vector<SCCInfo> SCCs;
+  std::map<const llvm::Function *, unsigned> SCCIndex;
+  std::map<const llvm::CallBase *, std::map<const DSNode *, DSNode *>> CallMaps;
+  std::map<const llvm::CallBase *, CalleeKind> Kinds;
+  std::set<const llvm::CallBase *> Resolved;
+  unsigned CurrentSCC = 0;
+  LocalAnalysis *Current = nullptr;
+};
+
+} // namespace hlapa

@@ -1,0 +1,301 @@
+// Local DS graph construction (DSA's local phase), on optimized SSA IR.
+#include "LocalAnalysis.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalAlias.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Operator.h"
+
+#include <numeric>
+
+using namespace llvm;
+
+namespace hlapa {
+
+bool isPtrLike(Type *T, const DataLayout &DL) {
+  if (T->isPointerTy()) return true;
+  if (T->isIntegerTy()) return T->getIntegerBitWidth() == DL.getPointerSizeInBits();
+  if (auto *VT = dyn_cast<VectorType>(T)) return isPtrLike(VT->getElementType(), DL);
+  if (auto *AT = dyn_cast<ArrayType>(T)) return isPtrLike(AT->getElementType(), DL);
+  if (auto *ST = dyn_cast<StructType>(T)) {
+    for (Type *E : ST->elements())
+      if (isPtrLike(E, DL)) return true;
+  }
+  return false;
+}
+
+DSHandle LocalAnalysis::constantHandle(const Constant *C) {
+  if (isa<ConstantPointerNull>(C) || isa<UndefValue>(C) || isa<ConstantInt>(C) || isa<ConstantFP>(C))
+    return {};
+  if (auto *GA = dyn_cast<GlobalAlias>(C)) return constantHandle(GA->getAliasee());
+  if (auto *GV = dyn_cast<GlobalValue>(C)) return G.globalHandle(GV);
+  if (auto *CE = dyn_cast<ConstantExpr>(C)) {
+    if (auto *GEP = dyn_cast<GEPOperator>(CE)) {
+      DSHandle Base = constantHandle(cast<Constant>(GEP->getPointerOperand()));
+      APInt Off(DL.getIndexTypeSizeInBits(GEP->getType()), 0);
+      if (Base && GEP->accumulateConstantOffset(DL, Off)) return G.offsetBy(Base, Off.getSExtValue());
+      if (Base) G.collapse(Base.Node);
+      return Base;
+    }
+    DSHandle Out;
+    for (const Use &U : CE->operands()) {
+      DSHandle H = constantHandle(cast<Constant>(U.get()));
+      if (!H) continue;
+      if (Out) G.unify(Out, H);
+      else Out = H;
+    }
+    return Out;
+  }
+  // Aggregate constants holding addresses: one handle for all of them (conservative).
+  DSHandle Out;
+  for (const Use &U : C->operands()) {
+    DSHandle H = constantHandle(cast<Constant>(U.get()));
+    if (!H) continue;
+    if (Out) G.unify(Out, H);
+    else Out = H;
+  }
+  return Out;
+}
+
+DSHandle LocalAnalysis::handleOf(const Value *V) {
+  if (!isPtrLike(V->getType(), DL) && !V->getType()->isPointerTy()) return {};
+  if (auto *C = dyn_cast<Constant>(V)) return constantHandle(C);
+  if (isa<MetadataAsValue>(V) || isa<InlineAsm>(V)) return {};
+  DSHandle &Slot = G.handleSlot(V);
+  if (Slot) return Slot;
+  DSNode *N = G.makeNode();
+  G.handleSlot(V) = {N, 0}; // re-fetch: makeNode does not touch the map, but keep it obvious
+  return {N, 0};
+}
+
+void LocalAnalysis::escapeToUnknown(const Value *V) {
+  DSHandle H = handleOf(V);
+  if (H) DSGraph::resolve(H).Node->Flags |= ExternalNode;
+}
+
+void LocalAnalysis::loadStore(DSHandle Ptr, DSHandle Val, Type *T) {
+  if (!Ptr || !Val) return;
+  uint64_t Size = DL.getTypeStoreSize(T).getKnownMinValue();
+  if (Size <= DL.getPointerSize()) {
+    G.unify(G.edge(Ptr), Val);
+    return;
+  }
+  // A wide value (vector, aggregate) covers several fields: all of them share its handle.
+  for (uint64_t K = 0; K < Size; K += DL.getPointerSize()) G.unify(G.edge(Ptr, K), Val);
+}
+
+void LocalAnalysis::analyze(Function &F) {
+  for (Argument &A : F.args()) handleOf(&A);
+  for (Instruction &I : instructions(F)) visit(I, F);
+}
+
+void LocalAnalysis::visit(Instruction &I, Function &F) {
+  auto unifyWith = [&](const Value *Other) {
+    if (DSHandle H = handleOf(Other)) G.unify(handleOf(&I), H);
+  };
+  switch (I.getOpcode()) {
+  case Instruction::Alloca: {
+    DSNode *N = G.makeNode(StackNode);
+    G.unify(handleOf(&I), {N, 0});
+    return;
+  }
+  case Instruction::Load: {
+    auto &L = cast<LoadInst>(I);
+    if (isPtrLike(L.getType(), DL)) loadStore(handleOf(L.getPointerOperand()), handleOf(&L), L.getType());
+    return;
+  }
+  case Instruction::Store: {
+    auto &S = cast<StoreInst>(I);
+    Type *T = S.getValueOperand()->getType();
+    if (isPtrLike(T, DL)) loadStore(handleOf(S.getPointerOperand()), handleOf(S.getValueOperand()), T);
+    return;
+  }
+  case Instruction::AtomicCmpXchg: {
+    auto &X = cast<AtomicCmpXchgInst>(I);
+    if (isPtrLike(X.getNewValOperand()->getType(), DL)) {
+      DSHandle Field = G.edge(handleOf(X.getPointerOperand()));
+      G.unify(Field, handleOf(X.getNewValOperand()));
+      G.unify(Field, handleOf(X.getCompareOperand()));
+      G.unify(Field, handleOf(&X));
+    }
+    return;
+  }
+  case Instruction::AtomicRMW: {
+    auto &X = cast<AtomicRMWInst>(I);
+    if (isPtrLike(X.getValOperand()->getType(), DL)) {
+      DSHandle Field = G.edge(handleOf(X.getPointerOperand()));
+      G.unify(Field, handleOf(X.getValOperand()));
+      G.unify(Field, handleOf(&X));
+    }
+    return;
+  }
+  case Instruction::GetElementPtr: {
+    auto &GEP = cast<GetElementPtrInst>(I);
+    DSHandle Base = handleOf(GEP.getPointerOperand());
+    if (!Base) return;
+    if (GEP.getType()->isVectorTy()) {
+      G.collapse(Base.Node);
+      G.unify(handleOf(&I), Base);
+      return;
+    }
+    unsigned Bits = DL.getIndexTypeSizeInBits(GEP.getType());
+    MapVector<Value *, APInt> VarOffsets;
+    APInt Const(Bits, 0);
+    if (!GEP.collectOffset(DL, Bits, VarOffsets, Const)) {
+      G.collapse(Base.Node);
+      G.unify(handleOf(&I), Base);
+      return;
+    }
+    if (!VarOffsets.empty()) {
+      uint64_t Stride = 0;
+      for (auto &VO : VarOffsets) Stride = std::gcd(Stride, (uint64_t)std::abs(VO.second.getSExtValue()));
+      if (Stride) G.setStride(DSGraph::resolve(Base).Node, Stride);
+    }
+    G.unify(handleOf(&I), G.offsetBy(Base, Const.getSExtValue()));
+    return;
+  }
+  case Instruction::IntToPtr: {
+    if (DSHandle H = handleOf(I.getOperand(0))) {
+      G.unify(handleOf(&I), H);
+    } else if (!isa<Constant>(I.getOperand(0))) { // a pointer made from arithmetic we do not follow
+      DSGraph::resolve(handleOf(&I)).Node->Flags |= ExternalNode;
+    }
+    return;
+  }
+  case Instruction::BitCast:
+  case Instruction::AddrSpaceCast:
+  case Instruction::PtrToInt:
+  case Instruction::Freeze:
+    if (isPtrLike(I.getType(), DL)) unifyWith(I.getOperand(0));
+    return;
+  case Instruction::Add:
+  case Instruction::Sub:
+  case Instruction::And:
+  case Instruction::Or:
+  case Instruction::Xor:
+    if (isPtrLike(I.getType(), DL))
+      for (Value *Op : I.operands())
+        if (!isa<Constant>(Op)) unifyWith(Op);
+    return;
+  case Instruction::PHI:
+  case Instruction::Select:
+  case Instruction::ExtractValue:
+  case Instruction::InsertValue:
+  case Instruction::ExtractElement:
+  case Instruction::InsertElement:
+  case Instruction::ShuffleVector:
+    if (!isPtrLike(I.getType(), DL)) return;
+    for (Value *Op : I.operands())
+      if (isPtrLike(Op->getType(), DL)) unifyWith(Op);
+    return;
+  case Instruction::Ret: {
+    auto &R = cast<ReturnInst>(I);
+    Value *V = R.getReturnValue();
+    if (V && isPtrLike(V->getType(), DL)) {
+      DSHandle &Slot = G.returnSlot(&F);
+      if (!Slot) Slot = {G.makeNode(), 0};
+      G.unify(G.returnSlot(&F), handleOf(V));
+    }
+    return;
+  }
+  case Instruction::VAArg: {
+    if (isPtrLike(I.getType(), DL)) DSGraph::resolve(handleOf(&I)).Node->Flags |= ExternalNode | VarArgNode;
+    return;
+  }
+  case Instruction::Call:
+  case Instruction::Invoke:
+  case Instruction::CallBr:
+    visitCall(cast<CallBase>(I));
+    return;
+  default:
+    return;
+  }
+}
+
+void LocalAnalysis::visitUnknownCall(CallBase &CB) {
+  Kinds[&CB] = CalleeKind::Unknown;
+  for (Value *A : CB.args())
+    if (A->getType()->isPointerTy() || (A->getType()->isVectorTy() && isPtrLike(A->getType(), DL)))
+      escapeToUnknown(A);
+  if (CB.getType()->isPointerTy() || (isPtrLike(CB.getType(), DL) && !CB.getType()->isIntegerTy()))
+    DSGraph::resolve(handleOf(&CB)).Node->Flags |= ExternalNode;
+}
+
+void LocalAnalysis::visitCall(CallBase &CB) {
+  if (CB.isInlineAsm()) {
+    visitUnknownCall(CB);
+    return;
+  }
+  Function *Callee = dyn_cast<Function>(CB.getCalledOperand()->stripPointerCasts());
+  if (!Callee) { // indirect call: its possible callees are not resolved in this version
+    visitUnknownCall(CB);
+    return;
+  }
+  if (!Callee->isDeclaration()) {
+    if (!Resolver.resolveDirectCall(CB, *Callee, G)) visitUnknownCall(CB);
+    return;
+  }
+  CalleeKind K = classifyCallee(Callee->getName(), Callee->isIntrinsic());
+  Kinds[&CB] = K;
+  auto arg = [&](unsigned I) -> Value * { return I < CB.arg_size() ? CB.getArgOperand(I) : nullptr; };
+  switch (K) {
+  case CalleeKind::Malloc:
+  case CalleeKind::Calloc: {
+    DSNode *N = G.makeNode(HeapNode);
+    N->AllocSites.insert({&CB});
+    uint64_t Size = 0;
+    if (K == CalleeKind::Malloc) {
+      if (auto *C = dyn_cast_or_null<ConstantInt>(arg(0))) Size = C->getZExtValue();
+    } else if (auto *C0 = dyn_cast_or_null<ConstantInt>(arg(0))) {
+      if (auto *C1 = dyn_cast_or_null<ConstantInt>(arg(1))) Size = C0->getZExtValue() * C1->getZExtValue();
+    }
+    if (Size) N->AllocSize = Size;
+    else N->AllocSizeMixed = true;
+    G.unify(handleOf(&CB), {N, 0});
+    return;
+  }
+  case CalleeKind::Realloc: {
+    DSHandle R = handleOf(&CB);
+    if (DSHandle Old = handleOf(arg(0))) G.unify(R, Old);
+    DSNode *N = DSGraph::resolve(handleOf(&CB)).Node;
+    N->Flags |= HeapNode;
+    N->AllocSites.insert({&CB});
+    N->AllocSizeMixed = true;
+    return;
+  }
+  case CalleeKind::Free: {
+    if (DSHandle H = handleOf(arg(0))) {
+      DSNode *N = DSGraph::resolve(H).Node;
+      N->Flags |= HeapNode;
+      N->FreeSites.insert({&CB});
+    }
+    return;
+  }
+  case CalleeKind::NoCapture:
+  case CalleeKind::Intrinsic:
+    return;
+  case CalleeKind::ReturnsArg0:
+    if (arg(0) && isPtrLike(CB.getType(), DL)) G.unify(handleOf(&CB), handleOf(arg(0)));
+    return;
+  case CalleeKind::MemCopy:
+    // Bytes (and so pointers) move between the two objects: make them one node.
+    if (arg(0) && arg(1)) G.unify(handleOf(arg(0)), handleOf(arg(1)));
+    if (arg(0) && isPtrLike(CB.getType(), DL)) G.unify(handleOf(&CB), handleOf(arg(0)));
+    return;
+  case CalleeKind::StrToNum:
+    if (arg(0) && arg(1))
+      if (DSHandle End = handleOf(arg(1))) G.unify(G.edge(End), handleOf(arg(0)));
+    return;
+  case CalleeKind::ExternalResult:
+    if (CB.getType()->isPointerTy()) DSGraph::resolve(handleOf(&CB)).Node->Flags |= ExternalNode;
+    return;
+  case CalleeKind::Unknown:
+    visitUnknownCall(CB);
+    return;
+  }
+}
+
+} // namespace hlapa

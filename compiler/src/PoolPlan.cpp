@@ -1,0 +1,104 @@
+// The escape analysis on bottom-up graphs and the choice of a pool for each heap node.
+#include "PoolPlan.h"
+
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+
+using namespace llvm;
+
+namespace hlapa {
+
+const char *const ReasonExternal = "reachable by code outside this translation unit (unknown or indirect call, "
+                                   "exported global, int-to-pointer)";
+const char *const ReasonGlobal = "reachable from a global variable (global pools are not built)";
+const char *const ReasonSingleton = "no object points to it (Selective PA)";
+const char *const ReasonSharedInSCC = "used by several functions of one recursive cycle";
+const char *const ReasonNoCleanExit = "owner function has invoke/setjmp (no safe pooldestroy point)";
+const char *const ReasonNoPoolFromCaller = "the caller passes no pool (original kept for unknown callers)";
+
+// A function where a pool cannot be destroyed at every exit (exceptions, setjmp).
+static bool hasUnusualExits(const Function &F) {
+  for (const Instruction &I : instructions(F)) {
+    if (isa<InvokeInst>(I) || isa<ResumeInst>(I) || isa<CallBrInst>(I)) return true;
+    if (auto *CB = dyn_cast<CallBase>(&I))
+      if (CB->hasFnAttr(Attribute::ReturnsTwice)) return true;
+  }
+  return false;
+}
+
+static SCCPlan planOne(const SCCInfo &S) {
+  SCCPlan P;
+  const DSGraph &G = *S.Graph;
+  std::vector<DSHandle> EscapeRoots, GlobalRoots;
+  for (Function *F : S.Members) {
+    for (Argument &A : F->args()) {
+      auto It = G.values().find(&A);
+      if (It != G.values().end()) EscapeRoots.push_back(It->second);
+    }
+    auto R = G.returns().find(F);
+    if (R != G.returns().end()) EscapeRoots.push_back(R->second);
+  }
+  for (auto &GH : G.globals()) GlobalRoots.push_back(GH.second);
+  std::set<DSNode *> Escaping = G.reachable(EscapeRoots);
+  std::set<DSNode *> FromGlobals = G.reachable(GlobalRoots);
+
+  // Which functions of the SCC reach each node (the owner of a local pool).
+  std::map<DSNode *, std::set<const Function *>> ReachedBy;
+  if (S.Members.size() > 1) {
+    std::map<const Function *, std::vector<DSHandle>> RootsOf;
+    for (auto &VH : G.values()) {
+      const Function *F = nullptr;
+      if (auto *A = dyn_cast<Argument>(VH.first)) F = A->getParent();
+      else if (auto *I = dyn_cast<Instruction>(VH.first)) F = I->getFunction();
+      if (F) RootsOf[F].push_back(VH.second);
+    }
+    for (auto &FR : RootsOf)
+      for (DSNode *N : G.reachable(FR.second)) ReachedBy[N].insert(FR.first);
+  }
+
+  for (DSNode *N : G.representatives()) {
+    if (!N->has(HeapNode)) continue;
+    NodePlan NP;
+    if (N->has(ExternalNode)) {
+      NP.Reason = ReasonExternal;
+    } else if (FromGlobals.count(N)) {
+      NP.Reason = ReasonGlobal;
+    } else if (Escaping.count(N)) {
+      NP.Kind = PoolKind::Argument;
+      P.ArgNodes.push_back(N);
+    } else {
+      const Function *Owner = S.Members.size() == 1 ? S.Members[0] : nullptr;
+      if (!Owner && ReachedBy[N].size() == 1) Owner = *ReachedBy[N].begin();
+      if (!Owner) NP.Reason = ReasonSharedInSCC;
+      else if (hasUnusualExits(*Owner)) NP.Reason = ReasonNoCleanExit;
+      else {
+        NP.Kind = PoolKind::Local;
+        NP.Owner = Owner;
+      }
+    }
+    P.Nodes[N] = NP;
+  }
+  return P;
+}
+
+std::vector<SCCPlan> planPools(const BottomUp &BU, const PlanOptions &Opts) {
+  std::vector<SCCPlan> Plans;
+  for (const SCCInfo &S : BU.sccs()) {
+    SCCPlan P = planOne(S);
+    if (Opts.SelectivePA) {
+      std::set<DSNode *> PointedTo;
+      for (DSNode *N : S.Graph->representatives())
+        for (auto &E : N->Edges) PointedTo.insert(DSGraph::find(E.second.Node));
+      for (auto &NP : P.Nodes)
+        if (NP.second.Kind == PoolKind::Local && !PointedTo.count(const_cast<DSNode *>(NP.first))) {
+          NP.second.Kind = PoolKind::Malloc;
+          NP.second.Reason = ReasonSingleton;
+          NP.second.Owner = nullptr;
+        }
+    }
+    Plans.push_back(std::move(P));
+  }
+  return Plans;
+}
+
+} // namespace hlapa

@@ -1,0 +1,49 @@
+// Which heap nodes get pools (APA section 3.3, the pdmap). For each SCC graph, every node
+// with the H flag is one of:
+//   Local    - no pointer to it leaves the function that owns it: a pool descriptor on that
+//              function's stack, poolcreate at entry, pooldestroy at every return;
+//   Argument - reachable from a formal or the return value: a pool descriptor parameter
+//              added to (a clone of) every function of the SCC, passed by the callers;
+//   Malloc   - anything not proven: stays on malloc, with the reason.
+#pragma once
+
+#include "BottomUp.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hlapa {
+
+enum class PoolKind { Malloc, Local, Argument };
+
+struct NodePlan {
+  PoolKind Kind = PoolKind::Malloc;
+  const char *Reason = "";            // for Malloc: why it stays there
+  const llvm::Function *Owner = nullptr; // for Local
+};
+
+struct SCCPlan {
+  std::map<const DSNode *, NodePlan> Nodes; // representatives with the H flag
+  std::vector<const DSNode *> ArgNodes;     // pool parameters, in order
+  const NodePlan *planOf(const DSNode *N) const {
+    auto It = Nodes.find(DSGraph::find(const_cast<DSNode *>(N)));
+    return It == Nodes.end() ? nullptr : &It->second;
+  }
+};
+
+struct PlanOptions {
+  bool SelectivePA = true; // APA 5(1): nodes no object points to stay on malloc
+};
+
+std::vector<SCCPlan> planPools(const BottomUp &BU, const PlanOptions &Opts);
+
+// The reasons, as the statistics print them.
+extern const char *const ReasonExternal;
+extern const char *const ReasonGlobal;
+extern const char *const ReasonSingleton;
+extern const char *const ReasonSharedInSCC;
+extern const char *const ReasonNoCleanExit;
+extern const char *const ReasonNoPoolFromCaller;
+
+} // namespace hlapa

@@ -1,0 +1,35 @@
+// What the transformation did to one translation unit: the paper's tables 1 and 2 as far as
+// they are built (static pools, bump-pointer pools, pool arguments), and every malloc-family
+// call that stayed on malloc with the reason. Written as one JSON line per translation unit
+// to the file named by HEAPLAYOUT_CC_STATS (heaplayout cc --stats reads it back).
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace hlapa {
+
+struct Statistics {
+  std::string Module;
+  unsigned Functions = 0;
+  unsigned SCCs = 0;
+  unsigned StaticPools = 0;     // poolcreate/poolinit_bp sites
+  unsigned BumpPointerPools = 0;
+  unsigned SingleSizePools = 0; // every allocation of one constant size (type-homogeneous proxy)
+  unsigned ClonedFunctions = 0;
+  unsigned PoolArgsTotal = 0;
+  unsigned PoolArgsMax = 0;
+  unsigned AllocSitesPooled = 0;   // malloc/calloc/realloc calls rewritten to a pool
+  unsigned FreeSitesPooled = 0;
+  unsigned AllocSitesKept = 0;     // malloc-family calls left on malloc
+  std::map<std::string, unsigned> KeptReasons; // reason -> number of calls
+  // Heap (H) nodes of the bottom-up graphs by decision: "local pool", "pool argument",
+  // "malloc: <reason>". A callee's node copied into a caller is counted in both graphs.
+  std::map<std::string, unsigned> HeapNodes;
+  double AnalysisSeconds = 0;
+
+  std::string toJSON() const;
+  void appendTo(const std::string &Path) const;
+};
+
+} // namespace hlapa

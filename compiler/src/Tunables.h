@@ -1,0 +1,25 @@
+// Every tunable of the pass plugin, with its default and why.
+#pragma once
+
+namespace hlapa {
+
+// sizeof(Pool) and its alignment in runtime/include/heaplayout/pool.h: a local pool
+// descriptor is an alloca of exactly this shape.
+constexpr unsigned PoolDescriptorBytes = 1024;
+constexpr unsigned PoolDescriptorAlign = 16;
+
+// Environment variables read by the plugin (set by `heaplayout cc`; a plugin loaded by
+// -fpass-plugin sees no -mllvm options of its own).
+constexpr const char *EnvStatsFile = "HEAPLAYOUT_CC_STATS";  // append one JSON line per TU
+constexpr const char *EnvDebug = "HEAPLAYOUT_CC_DEBUG";      // "1": print the DS graphs on stderr
+constexpr const char *EnvDisable = "HEAPLAYOUT_CC_DISABLE";  // "1": run nothing (A/B builds)
+constexpr const char *EnvNoSelective = "HEAPLAYOUT_CC_NO_SELECTIVE"; // "1": pool singletons too
+constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": never use _bp pools
+
+// Selective PA (APA 5.1) on by default: the paper found it never hurts and saves a pool
+// (1 KiB descriptor + a chunk) per singleton object.
+constexpr bool DefaultSelectivePA = true;
+// Bump-pointer pools (APA 5.3) on by default: same objects, no free-list bookkeeping.
+constexpr bool DefaultBumpPointer = true;
+
+} // namespace hlapa
