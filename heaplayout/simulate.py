@@ -31,7 +31,7 @@ RUNTIME_DEFAULT_CHUNK = 1 << 20
 
 # cachegrind's geometry used for validation: two levels, no TLB, no prefetcher.
 CACHEGRIND_GEOMETRY = {"levels": "2", "L1": "32768,8,64", "LL": "4194304,16,64", "tlb_levels": "0",
-                       "prefetch": "none"}
+                       "prefetch": "none", "hw": "no"}
 CACHEGRIND_ARGS = ["--cache-sim=yes", "--D1=32768,8,64", "--LL=4194304,16,64"]
 
 # tool option name for each model setting (the keys of SimOptions.model)
@@ -41,7 +41,13 @@ MODEL_OPTIONS = {
     "prefetch": "--prefetch", "pf_level": "--pf-level", "pf_degree": "--pf-degree",
     "stride_entries": "--stride-entries", "stride_conf": "--stride-conf", "cc_block": "--cc-block",
     "pool_range": "--pool-range", "instr_cost": "--instr-cost", "exposed": "--exposed", "fault_cost": "--fault-cost",
+    # issue 26: the native-time parts (simulator/tunables.h)
+    "hw": "--hw", "timing": "--timing", "rob": "--rob", "mshr": "--mshr", "deps": "--deps", "dep_span": "--dep-span",
+    "pf_adjacent": "--pf-adjacent", "pf_streamer": "--pf-streamer", "streamer": "--streamer", "dram": "--dram",
+    "dram_geometry": "--dram-geometry", "dram_hit": "--dram-hit", "walk_cache": "--walk-cache",
 }
+# every native-time part off: what --cachegrind-geometry and the pre-issue-26 estimate use
+NATIVE_PARTS_OFF = {"hw": "no"}
 PREFETCHERS = ("none", "nextline", "tagged", "stride", "cc-one", "cc-all")
 
 
@@ -275,10 +281,33 @@ def format_result(r: dict) -> str:
     lines.append(f"references {r['refs']:,} ({r['loads']:,} loads, {r['stores']:,} stores); "
                  f"demand hits on prefetched lines {r['covered']:,}")
     access = r["cycles"] - r.get("fault_cycles", 0)
+    t = r.get("timing")
+    if t:
+        lines.append(f"time estimate {r['estimate']:,} cycles = core timing {t['cycles']:,} ({r['instructions']:,} "
+                     f"instructions x {r['instr_cost'] / 100:.2f} + {t['stall_cycles']:,} stalled; "
+                     f"{t['load_misses']:,} L1 load misses, {t['dependent']:,} of them dependent) + "
+                     f"{r.get('page_faults', 0):,} page faults ({r.get('fault_cycles', 0):,})")
+        extra = []
+        if cfg.get("pf_adjacent") or cfg.get("pf_streamer"):
+            extra.append(f"L2 prefetches {r['l2pf_issued']:,} ({r['l2pf_useful']:,} hit by demand)")
+        if cfg.get("dram"):
+            extra.append(f"DRAM reads {r['dram_accesses']:,} ({r['dram_row_hits']:,} open-row)")
+        if cfg.get("walk_cache"):
+            extra.append(f"page walks {r['walks']:,} ({r['walk_pde_misses']:,} PDE-cache misses, "
+                         f"{r['walk_cycles']:,} cycles)")
+        if extra:
+            lines.append("; ".join(extra))
+        return "\n".join(lines + format_tail(r))
     lines.append(f"time estimate {r['estimate']:,} cycles = data-access latency {access:,} "
                  f"({r['tlb_cycles']:,} of it TLB, {access / max(1, r['line_accesses']):.2f} per access) "
                  f"x {r['exposed'] / 1000:.3f} exposed + {r.get('page_faults', 0):,} page faults "
                  f"({r.get('fault_cycles', 0):,}) + {r['instructions']:,} instructions x {r['instr_cost'] / 100:.2f}")
+    return "\n".join(lines + format_tail(r))
+
+
+def format_tail(r: dict) -> list[str]:
+    """The oracle, per-pool and per-context lines of the report."""
+    lines: list[str] = []
     for key in ("oracle", "oracle_hot"):
         o = r.get(key)
         if not o:
@@ -320,7 +349,7 @@ def format_result(r: dict) -> str:
         for c in other:
             lines.append(f"  {'':>10} " + " ".join(f"{m:>10,}" for m in c["misses"]) + f" {'':>10} {'':>10} "
                          f"{'':>10}  {c['where']}")
-    return "\n".join(lines)
+    return lines
 
 
 def label_of(r: dict) -> str:

@@ -130,12 +130,22 @@ static VG_REGPARM(3) void on_access_pc(Addr a, UWord szk, UWord pc)
 }
 
 static Bool want_pc;
+static Bool timed; /* the core timing model is on: accesses carry their instruction index and loaded value */
+static ULong n_instr;
+
+/* With the timing model: szk holds the access's instruction offset in its superblock above
+ * bit 17 (n_instr is brought up to date at every exit, so n_instr + offset is its index),
+ * and `value` is what a load of 8 bytes read. */
+static VG_REGPARM(3) void on_access_timed(Addr a, UWord szk, UWord value, UWord pc)
+{
+   hs_access_timed(model, a, (unsigned)(szk & 0xffff), (int)((szk >> 16) & 1), pc, n_instr + (szk >> 17), value);
+   if (oracle_model) oracle_feed(a, szk & 0x1ffff, pc);
+}
 
 /* Guest instructions executed and their cost in the time
  * estimate, in hundredths of a cycle each. The estimate is then data-access cycles plus
  * instructions x cost: without it an allocator that runs 3x the instructions per malloc, or
  * a layout that needs fewer, looks the same to the model. */
-static ULong n_instr;
 static Long instr_cost = 25;
 /* Share (per mille) of the data-access latency sum that shows in run time: an out-of-order
  * core overlaps most of it. The default is fitted (simulator/predict.py) to the absolute run
@@ -153,11 +163,15 @@ static void add_instr_count(IRSB* sb, Int n)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)&n_instr), IRExpr_RdTmp(t2)));
 }
 
-static void add_event(IRSB* sb, IRExpr* addr, Int size, Bool store, Addr pc, IRExpr* guard)
+static void add_event(IRSB* sb, IRExpr* addr, Int size, Bool store, Addr pc, IRExpr* guard, Int ioff, IRExpr* value)
 {
    IRDirty* di;
    UWord szk = (UWord)(size > 0xffff ? 0xffff : size) | (store ? 1UL << 16 : 0);
-   if (want_pc)
+   if (timed)
+      di = unsafeIRDirty_0_N(3, "hs_on_access_timed", VG_(fnptr_to_fnentry)(on_access_timed),
+                             mkIRExprVec_4(addr, mkIRExpr_HWord(szk | (UWord)ioff << 17),
+                                           value ? value : mkIRExpr_HWord(0), mkIRExpr_HWord(pc)));
+   else if (want_pc)
       di = unsafeIRDirty_0_N(3, "hs_on_access_pc", VG_(fnptr_to_fnentry)(on_access_pc),
                              mkIRExprVec_3(addr, mkIRExpr_HWord(szk), mkIRExpr_HWord(pc)));
    else if (oracle_model)
@@ -203,44 +217,50 @@ static IRSB* hs_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGues
          break;
       case Ist_WrTmp: {
          IRExpr* data = st->Ist.WrTmp.data;
+         if (data->tag == Iex_Load && timed && data->Iex.Load.ty == Ity_I64) {
+            /* after the load, so that the timing model sees the value it read */
+            addStmtToIRSB(sb, st);
+            add_event(sb, data->Iex.Load.addr, 8, False, pc, NULL, pending, IRExpr_RdTmp(st->Ist.WrTmp.tmp));
+            continue;
+         }
          if (data->tag == Iex_Load)
-            add_event(sb, data->Iex.Load.addr, sizeofIRType(data->Iex.Load.ty), False, pc, NULL);
+            add_event(sb, data->Iex.Load.addr, sizeofIRType(data->Iex.Load.ty), False, pc, NULL, pending, NULL);
          break;
       }
       case Ist_Store: {
          IRType ty = typeOfIRExpr(bbIn->tyenv, st->Ist.Store.data);
-         add_event(sb, st->Ist.Store.addr, sizeofIRType(ty), True, pc, NULL);
+         add_event(sb, st->Ist.Store.addr, sizeofIRType(ty), True, pc, NULL, pending, NULL);
          break;
       }
       case Ist_StoreG: {
          IRStoreG* sg = st->Ist.StoreG.details;
          IRType ty = typeOfIRExpr(bbIn->tyenv, sg->data);
-         add_event(sb, sg->addr, sizeofIRType(ty), True, pc, sg->guard);
+         add_event(sb, sg->addr, sizeofIRType(ty), True, pc, sg->guard, pending, NULL);
          break;
       }
       case Ist_LoadG: {
          IRLoadG* lg = st->Ist.LoadG.details;
          IRType tres = Ity_INVALID, tload = Ity_INVALID;
          typeOfIRLoadGOp(lg->cvt, &tres, &tload);
-         add_event(sb, lg->addr, sizeofIRType(tload), False, pc, lg->guard);
+         add_event(sb, lg->addr, sizeofIRType(tload), False, pc, lg->guard, pending, NULL);
          break;
       }
       case Ist_CAS: {
          IRCAS* cas = st->Ist.CAS.details;
          IRType ty = typeOfIRExpr(bbIn->tyenv, cas->dataLo);
          Int sz = sizeofIRType(ty) * (cas->dataHi ? 2 : 1);
-         add_event(sb, cas->addr, sz, False, pc, NULL);
-         add_event(sb, cas->addr, sz, True, pc, NULL);
+         add_event(sb, cas->addr, sz, False, pc, NULL, pending, NULL);
+         add_event(sb, cas->addr, sz, True, pc, NULL, pending, NULL);
          break;
       }
       case Ist_LLSC: {
          IRType ty;
          if (st->Ist.LLSC.storedata == NULL) {
             ty = typeOfIRTemp(bbIn->tyenv, st->Ist.LLSC.result);
-            add_event(sb, st->Ist.LLSC.addr, sizeofIRType(ty), False, pc, NULL);
+            add_event(sb, st->Ist.LLSC.addr, sizeofIRType(ty), False, pc, NULL, pending, NULL);
          } else {
             ty = typeOfIRExpr(bbIn->tyenv, st->Ist.LLSC.storedata);
-            add_event(sb, st->Ist.LLSC.addr, sizeofIRType(ty), True, pc, NULL);
+            add_event(sb, st->Ist.LLSC.addr, sizeofIRType(ty), True, pc, NULL, pending, NULL);
          }
          break;
       }
@@ -248,9 +268,9 @@ static IRSB* hs_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGues
          IRDirty* d = st->Ist.Dirty.details;
          if (d->mFx != Ifx_None && d->mAddr) {
             if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
-               add_event(sb, d->mAddr, d->mSize, False, pc, NULL);
+               add_event(sb, d->mAddr, d->mSize, False, pc, NULL, pending, NULL);
             if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
-               add_event(sb, d->mAddr, d->mSize, True, pc, NULL);
+               add_event(sb, d->mAddr, d->mSize, True, pc, NULL, pending, NULL);
          }
          break;
       }
@@ -353,6 +373,21 @@ static void hs_print_usage(void)
 "    --pf-degree=<n>              lines per prefetch trigger [1]\n"
 "    --stride-entries=<n>, --stride-conf=<n>  stride table [256, 2]\n"
 "    --cc-block=<bytes>           cc-block size for cc-one/cc-all [256]\n"
+"    --hw=yes|no                  all of the native-time parts below, and --prefetch=stride [no]\n"
+"    --timing=sum|mlp             estimate: exposed latency sum, or the core timing model\n"
+"                                 (reorder buffer, fill buffers, dependent loads) [sum]\n"
+"    --rob=<n>, --mshr=<n>        reorder-buffer instructions, fill buffers [224, 12]\n"
+"    --deps=value|none|all        which load misses wait for an earlier one: address within\n"
+"                                 --dep-span bytes above a late-loaded value, none, all [value]\n"
+"    --dep-span=<bytes>           [128]\n"
+"    --pf-adjacent=yes|no         L2 adjacent-line prefetcher (128-byte pairs) [no]\n"
+"    --pf-streamer=yes|no         L2 streamer within 4 KiB pages [no]\n"
+"    --streamer=<dist>,<degree>   lines ahead, prefetches per access [16,2]\n"
+"    --dram=yes|no                DRAM row buffer: open-row accesses cost --dram-hit [no]\n"
+"    --dram-geometry=<banks>,<row bytes>  [32,8192]\n"
+"    --dram-hit=<cycles>          [180]\n"
+"    --walk-cache=yes|no          page walks read PTE/PDE lines through the caches, with a\n"
+"                                 32-entry PDE cache, instead of the fixed STLB penalty [no]\n"
 "    --pool-range=<lo>-<hi>       heaplayout pool range (hex), else detected\n"
 "    --pool-span=<bytes>, --pool-chunk=<bytes>  how to detect it [16G+1M, 1M]\n"
 "    --per-pool=yes|no            attribute misses to heaplayout pools [yes]\n"
@@ -430,11 +465,24 @@ static void json_string(const HChar* s)
    oprintf("\"");
 }
 
-static void write_levels(const hs_stats* s, const hs_config* c, const HChar** names)
+static void write_levels(const hs_stats* s, const hs_config* c, const HChar** names, hs_timing* timing)
 {
    ULong access = s->cycles - s->fault_cycles;
+   /* with the core timing model the estimate is its run time (instructions and stalls) plus
+    * the page faults; otherwise the exposed share of the latency sum plus instructions */
+   ULong est = timing ? hs_timing_cycles(timing, n_instr) + s->fault_cycles
+                      : access * (ULong)exposed_pm / 1000 + s->fault_cycles + n_instr * (ULong)instr_cost / 100;
    oprintf("\"instructions\": %llu, \"instr_cost\": %lld, \"exposed\": %lld, \"estimate\": %llu, ", n_instr,
-           instr_cost, exposed_pm, access * (ULong)exposed_pm / 1000 + s->fault_cycles + n_instr * (ULong)instr_cost / 100);
+           instr_cost, exposed_pm, est);
+   if (timing) {
+      const hs_timing_stats* t = hs_timing_get_stats(timing);
+      oprintf("\"timing\": {\"cycles\": %llu, \"stall_cycles\": %llu, \"load_misses\": %llu, \"dependent\": %llu, "
+              "\"mshr_waits\": %llu, \"line_waits\": %llu}, ", hs_timing_cycles(timing, n_instr), t->stall / 100,
+              t->load_misses, t->dependent, t->mshr_waits, t->line_waits);
+   }
+   oprintf("\"l2pf_issued\": %llu, \"l2pf_useful\": %llu, \"dram_accesses\": %llu, \"dram_row_hits\": %llu, "
+           "\"walks\": %llu, \"walk_pde_misses\": %llu, \"walk_cycles\": %llu, ", s->l2pf_issued, s->l2pf_useful,
+           s->dram_accesses, s->dram_row_hits, s->walks, s->walk_pde_misses, s->walk_cycles);
    oprintf("\"page_faults\": %llu, \"fault_cycles\": %llu, ", s->faults, s->fault_cycles);
    oprintf("\"cycles\": %llu, \"tlb_cycles\": %llu, \"covered\": %llu, \"memory_served\": %llu, \"levels\": [",
            s->cycles, s->tlb_cycles, s->covered, s->served[c->nlevels]);
@@ -498,12 +546,18 @@ static void hs_fini(Int exitcode)
       oprintf("%s{\"name\": \"%s\", \"entries\": %u, \"ways\": %u, \"penalty\": %u}", i ? ", " : "",
               i ? "STLB" : "DTLB", c->tlb[i].entries, c->tlb[i].ways, c->tlb[i].penalty);
    oprintf("], \"page_size\": %llu, \"prefetcher\": \"%s\", \"pf_level\": %u, \"pf_degree\": %u, "
-           "\"cc_block\": %u, \"pool_range\": [%llu, %llu]},\n",
+           "\"cc_block\": %u, \"pool_range\": [%llu, %llu], ",
            1ULL << c->page_shift, hs_prefetcher_name(c->prefetcher), c->pf_level + 1, c->pf_degree,
            c->cc_block, pool_lo, pool_hi);
+   oprintf("\"timing\": \"%s\", \"rob\": %u, \"mshr\": %u, \"deps\": \"%s\", \"dep_span\": %u, "
+           "\"pf_adjacent\": %s, \"pf_streamer\": %s, \"streamer\": [%u, %u], \"dram\": %s, \"dram_geometry\": [%u, %u], "
+           "\"dram_hit\": %u, \"walk_cache\": %s},\n", c->timing ? "mlp" : "sum", c->tcfg.rob, c->tcfg.mshr,
+           hs_deps_name(c->tcfg.deps), c->tcfg.span, c->pf_adjacent ? "true" : "false", c->pf_streamer ? "true" : "false",
+           c->streamer_dist, c->streamer_degree, c->dram ? "true" : "false", c->dram_banks, c->dram_row, c->dram_hit,
+           c->walk_cache ? "true" : "false");
    oprintf(" \"exit_code\": %d, \"refs\": %llu, \"loads\": %llu, \"stores\": %llu, \"line_accesses\": %llu,\n ",
            exitcode, s->refs, s->loads, s->stores, s->line_accesses);
-   write_levels(s, c, names);
+   write_levels(s, c, names, hs_get_timing(model));
    oprintf(",\n \"pools\": [");
    if (per_pool) {
       Int n = 0;
@@ -553,7 +607,7 @@ static void hs_fini(Int exitcode)
       oprintf(",\n \"oracle\": {\"layout\": \"%s\", \"packed_bytes\": %llu, \"metadata_refs_dropped\": %llu, "
               "\"refs\": %llu, \"helper\": %s, ", oracle_hot ? "hot-first" : "dense first-touch", ho_packed_bytes,
               oracle_dropped, oracle_stats->refs, oracle_stats == &helper_stats ? "true" : "false");
-      write_levels(oracle_stats, c, names);
+      write_levels(oracle_stats, c, names, NULL);
       oprintf("}");
    }
    oprintf("}\n");
@@ -574,6 +628,7 @@ static void client_forked(ThreadId tid)
 static void hs_post_clo_init(void)
 {
    const HChar* err = hs_options_finish(&opts);
+   opts.cfg.tcfg.cpi_x100 = (unsigned)instr_cost; /* one cost per instruction in both estimates */
    opts.cfg.alloc = host_alloc;
    opts.cfg.ctx = NULL;
    if (oracle && !track_contexts) {
@@ -584,7 +639,9 @@ static void hs_post_clo_init(void)
    if (!err && oracle) {
       /* the oracle: the same model, no attribution; its pool range is the real one's,
        * which the packed region never falls in, so cc prefetchers stay idle there */
-      oracle_model = hs_new(&opts.cfg);
+      hs_config oc = opts.cfg;
+      oc.timing = 0; /* the oracle's stream carries no instruction indices or values */
+      oracle_model = hs_new(&oc);
       if (!oracle_model) err = "cannot build the oracle model";
    }
    if (per_pool) {
@@ -610,6 +667,7 @@ static void hs_post_clo_init(void)
       VG_(exit)(1);
    }
    want_pc = opts.cfg.prefetcher == HS_PF_STRIDE;
+   timed = opts.cfg.timing;
    if (oracle_model && oracle_helper) {
       const HChar* why = NULL;
       if (of_start(oracle_model, (UInt)max_contexts, want_pc, &why)) {

@@ -1,5 +1,6 @@
 /* hlsim model: see model.h. Plain C, no library calls. */
 #include "model.h"
+#include "tunables.h"
 
 #define EMPTY (~0ULL) /* an empty way; (EMPTY >> 1) is no line number a 64-bit address has */
 
@@ -17,6 +18,14 @@ typedef struct {
   unsigned conf;
 } hs_stride_ent;
 
+/* one L2 streamer stream: a 4 KiB page, the last line offset in it, the direction seen
+ * `conf` times in a row, and how far ahead it has prefetched */
+typedef struct {
+  hs_u64 page;
+  int last, dir, upto;
+  unsigned conf;
+} hs_stream;
+
 struct hs_model {
   hs_config cfg;
   hs_stats st;
@@ -32,6 +41,13 @@ struct hs_model {
   hs_u64 last_line; /* L1 line of the last demand access, known MRU in L1 (and its page in the DTLB) */
   hs_u64 last_page; /* page of the last TLB access: MRU in its DTLB set (no prefetch touches a TLB) */
   unsigned char **touched; /* pages touched since mapped: [page >> TOUCH_BITS] -> bitmap, or NULL */
+  hs_timing *timing;       /* the core timing model, or NULL */
+  hs_u64 cur_instr, cur_value; /* the access being simulated: instruction index, loaded value */
+  int cur_load;
+  unsigned l2pf_level;     /* level the L2 prefetchers fill: L2, or the LL with two levels */
+  hs_stream *streams;
+  hs_u64 *dram_open;       /* open row of each bank (EMPTY: none) */
+  hs_array pde;            /* paging-structure cache (--walk-cache) */
 };
 
 #define TOUCH_BITS 20  /* pages per bitmap (128 KiB of bits) */
@@ -69,6 +85,12 @@ void hs_default_config(hs_config *c) {
   c->stride_entries = 256;
   c->stride_conf = 2;
   c->cc_block = 256;
+  hs_timing_default(&c->tcfg);
+  c->streamer_dist = HS_STREAMER_DIST;
+  c->streamer_degree = HS_STREAMER_DEGREE;
+  c->dram_banks = HS_DRAM_BANKS;
+  c->dram_row = HS_DRAM_ROW;
+  c->dram_hit = HS_DRAM_HIT;
 }
 
 const char *hs_check_config(const hs_config *c) {
@@ -101,6 +123,15 @@ const char *hs_check_config(const hs_config *c) {
   for (unsigned d = 0; d < c->ndims; d++)
     if (!c->nbuckets[d] || !c->classify[d]) return "an attribution dimension needs buckets and a classify function";
   if (!c->alloc) return "no allocation function";
+  if (c->timing) {
+    const char *e = hs_timing_check(&c->tcfg);
+    if (e) return e;
+  }
+  if (c->pf_streamer && (c->streamer_dist < 1 || c->streamer_dist > 63 || c->streamer_degree < 1 || c->streamer_degree > 16))
+    return "streamer distance must be 1 to 63 lines and degree 1 to 16";
+  if (c->dram && (!is_pow2(c->dram_banks) || c->dram_banks > 1024 || !is_pow2(c->dram_row) || c->dram_row < 512 || c->dram_hit > c->mem_latency))
+    return "DRAM banks and row size must be powers of two (rows 512 B or more) and the open-row latency at most the memory latency";
+  if (c->walk_cache && !c->ntlb) return "--walk-cache needs a TLB";
   return 0;
 }
 
@@ -147,6 +178,23 @@ hs_model *hs_new(const hs_config *cfg) {
     if (!m->buckets[d]) return 0;
     zero(m->buckets[d], cfg->nbuckets[d] * sizeof(hs_bucket_stats));
   }
+  if (cfg->timing) {
+    m->timing = hs_timing_new(&cfg->tcfg, cfg->alloc, cfg->ctx);
+    if (!m->timing) return 0;
+  }
+  m->l2pf_level = cfg->nlevels > 1 ? 1 : 0;
+  if (cfg->pf_streamer) {
+    m->streams = (hs_stream *)cfg->alloc(cfg->ctx, HS_STREAMER_ENTRIES * sizeof(hs_stream));
+    if (!m->streams) return 0;
+    zero(m->streams, HS_STREAMER_ENTRIES * sizeof(hs_stream));
+    for (unsigned i = 0; i < HS_STREAMER_ENTRIES; i++) m->streams[i].page = EMPTY;
+  }
+  if (cfg->dram) {
+    m->dram_open = (hs_u64 *)cfg->alloc(cfg->ctx, cfg->dram_banks * sizeof(hs_u64));
+    if (!m->dram_open) return 0;
+    for (unsigned i = 0; i < cfg->dram_banks; i++) m->dram_open[i] = EMPTY;
+  }
+  if (cfg->walk_cache && !array_init(m, &m->pde, HS_PDE_ENTRIES, HS_PDE_WAYS, 0)) return 0;
   m->last_line = EMPTY;
   m->last_page = EMPTY;
   m->l1_line = cfg->level[0].line;
@@ -221,22 +269,110 @@ static void evicted(hs_model *m, unsigned lvl, hs_u64 victim) {
   }
 }
 
-/* A prefetch of the line holding `addr` into pf_level and the levels beyond it. */
-static void prefetch(hs_model *m, hs_u64 addr) {
-  unsigned p = m->cfg.pf_level;
+/* DRAM: whether the row holding `addr` is open in its bank (then it stays open; otherwise
+ * it is opened). Consecutive rows go to different banks. */
+static int dram_row_hit(hs_model *m, hs_u64 addr) {
+  hs_u64 row = addr / m->cfg.dram_row;
+  hs_u64 bank = (row ^ (row >> 7) ^ (row >> 13)) & (m->cfg.dram_banks - 1);
+  m->st.dram_accesses++;
+  if (m->dram_open[bank] == row) {
+    m->st.dram_row_hits++;
+    return 1;
+  }
+  m->dram_open[bank] = row;
+  return 0;
+}
+
+/* A prefetch of the line holding `addr` into level `p` and the levels beyond it. */
+static void prefetch_into(hs_model *m, hs_u64 addr, unsigned p) {
   hs_array *a = &m->cache[p];
   hs_u64 line = addr >> a->shift;
   if (probe(a, line)) return;
   hs_u64 victim = EMPTY;
   unsigned flag;
   m->st.level[p].pf_issued++;
-  m->last_line = EMPTY; /* the fill may demote the last line from MRU */
+  if (p == 0) m->last_line = EMPTY; /* the fill may demote the last line from MRU */
   ref(a, line, 0, 1, &victim, &flag);
   evicted(m, p, victim);
-  for (unsigned i = p + 1; i < m->cfg.nlevels; i++) {
+  unsigned i = p + 1;
+  for (; i < m->cfg.nlevels; i++) {
     victim = EMPTY;
     if (ref(&m->cache[i], addr >> m->cache[i].shift, 0, 0, &victim, &flag)) break;
   }
+  if (i == m->cfg.nlevels && m->dram_open) dram_row_hit(m, addr);
+}
+
+static void prefetch(hs_model *m, hs_u64 addr) { prefetch_into(m, addr, m->cfg.pf_level); }
+
+/* an L2 hardware prefetch (adjacent line, streamer) */
+static void l2_prefetch(hs_model *m, hs_u64 addr) {
+  hs_u64 before = m->st.level[m->l2pf_level].pf_issued;
+  prefetch_into(m, addr, m->l2pf_level);
+  m->st.l2pf_issued += m->st.level[m->l2pf_level].pf_issued - before;
+}
+
+/* The L2 streamer, trained by the demand accesses that reach L2: once `HS_STREAMER_CONFIRM`
+ * accesses in a page moved the same way, keep up to streamer_dist lines ahead, issuing at
+ * most streamer_degree per access, never past the page (the physical neighbour is unknown). */
+static void streamer_train(hs_model *m, hs_u64 addr) {
+  hs_u64 page = addr >> 12;
+  int off = (int)((addr >> 6) & 63);
+  hs_stream *e = &m->streams[(page ^ (page >> 5) ^ (page >> 11)) & (HS_STREAMER_ENTRIES - 1)];
+  if (e->page != page) {
+    e->page = page;
+    e->last = e->upto = off;
+    e->dir = 0;
+    e->conf = 0;
+    return;
+  }
+  int d = off - e->last;
+  if (!d) return;
+  int dir = d > 0 ? 1 : -1;
+  if (dir == e->dir) {
+    e->conf++;
+  } else {
+    e->dir = dir;
+    e->conf = 1;
+    e->upto = off;
+  }
+  e->last = off;
+  if (e->conf < HS_STREAMER_CONFIRM) return;
+  int next = dir > 0 ? (e->upto > off ? e->upto : off) + 1 : (e->upto < off ? e->upto : off) - 1;
+  for (unsigned k = 0; k < m->cfg.streamer_degree; k++, next += dir) {
+    if (next < 0 || next > 63 || (next - off) * dir > (int)m->cfg.streamer_dist) break;
+    l2_prefetch(m, (page << 12) + ((hs_u64)next << 6));
+    e->upto = next;
+  }
+}
+
+/* One line read by the page walker: through the caches like a demand access (filling what
+ * missed) but not counted as one. Returns its latency. */
+static unsigned walk_read(hs_model *m, hs_u64 addr) {
+  unsigned n = m->cfg.nlevels;
+  for (unsigned i = 0; i < n; i++) {
+    hs_u64 victim = EMPTY;
+    unsigned flag;
+    if (ref(&m->cache[i], addr >> m->cache[i].shift, 1, 0, &victim, &flag)) return m->lat[i];
+    evicted(m, i, victim);
+  }
+  if (m->dram_open && dram_row_hit(m, addr)) return m->cfg.dram_hit;
+  return m->lat[n];
+}
+
+/* A page walk for `page`: its PTE line (8 bytes per page, so 8 neighbouring pages share one),
+ * and the PDE line above it when the paging-structure cache misses. */
+static unsigned page_walk(hs_model *m, hs_u64 page) {
+  hs_u64 victim;
+  unsigned flag, lat = 0;
+  m->st.walks++;
+  if (!ref(&m->pde, page >> 9, 1, 0, &victim, &flag)) {
+    m->st.walk_pde_misses++;
+    lat += walk_read(m, HS_WALK_PDE_BASE + (page >> 9) * 8);
+  }
+  lat += walk_read(m, HS_WALK_BASE + page * 8);
+  m->last_line = EMPTY; /* the walk's lines may have demoted it in L1 */
+  m->st.walk_cycles += lat;
+  return lat;
 }
 
 /* A page's first touch since it was mapped: the kernel's page fault (zero-fill), which the
@@ -277,27 +413,32 @@ void hs_unmap(hs_model *m, hs_u64 lo, hs_u64 hi) {
 
 /* `c`/`classified`: the line access's attribution, looked up at most once and shared with
  * the cache levels (a DTLB miss and an L1 miss of the same access: one lookup, not two). */
-static void tlb_access(hs_model *m, hs_u64 addr, hs_charge *c, int *classified) {
+static unsigned tlb_access(hs_model *m, hs_u64 addr, hs_charge *c, int *classified) {
   hs_u64 page = addr >> m->cfg.page_shift;
+  unsigned lat = 0;
   if (page == m->last_page) { /* a DTLB hit on the set's MRU way: nothing to reorder */
     m->st.tlb_accesses[0]++;
-    return;
+    return 0;
   }
   m->last_page = page;
   for (unsigned i = 0; i < m->cfg.ntlb; i++) {
     hs_u64 victim;
     unsigned flag;
     m->st.tlb_accesses[i]++;
-    if (ref(&m->tlb[i], page, 1, 0, &victim, &flag)) return;
+    if (ref(&m->tlb[i], page, 1, 0, &victim, &flag)) return lat;
     m->st.tlb_misses[i]++;
-    m->st.tlb_cycles += m->cfg.tlb[i].penalty;
-    m->st.cycles += m->cfg.tlb[i].penalty;
+    /* the last level's miss is a page walk: a fixed penalty, or the walk through the caches */
+    unsigned pen = m->cfg.walk_cache && i + 1 == m->cfg.ntlb ? page_walk(m, page) : m->cfg.tlb[i].penalty;
+    lat += pen;
+    m->st.tlb_cycles += pen;
+    m->st.cycles += pen;
     if (m->cfg.ndims) {
       if (!*classified) { classify(m, addr, c); *classified = 1; }
       CHARGE(*c, tlb_misses[i]);
     }
   }
   if (m->touched) first_touch(m, page);
+  return lat;
 }
 
 /* One demand access to the L1 line holding `a`. */
@@ -308,7 +449,7 @@ static void demand_line(hs_model *m, hs_u64 a) {
   hs_charge c;
   int classified = !m->cfg.ndims;
   c.b[0] = c.b[1] = 0;
-  if (m->cfg.ntlb) tlb_access(m, a, &c, &classified);
+  unsigned tlb_lat = m->cfg.ntlb ? tlb_access(m, a, &c, &classified) : 0;
   for (unsigned i = 0; i < n; i++) {
     hs_u64 victim = EMPTY;
     unsigned flag;
@@ -330,8 +471,19 @@ static void demand_line(hs_model *m, hs_u64 a) {
     evicted(m, i, victim);
   }
   st->served[served]++;
-  st->cycles += m->lat[served];
+  unsigned lat = m->lat[served];
+  if (served == n && m->dram_open && dram_row_hit(m, a)) lat = m->cfg.dram_hit;
+  st->cycles += lat;
   m->last_line = a >> m->cache[0].shift;
+  if (was_pf && served == m->l2pf_level && served > 0) st->l2pf_useful++;
+  if (m->timing && (m->cur_load || served > 0)) /* a store that hits waits for nothing (store buffer) */
+    hs_timing_access(m->timing, m->cur_instr, a, lat + tlb_lat, served > 0, m->cur_load, 8, m->cur_value);
+  m->cur_value = 0; /* a straddling access's value belongs to its first line */
+  if (served > 0) {
+    /* the L2 prefetchers see the accesses that reach L2 */
+    if (m->cfg.pf_adjacent && served > m->l2pf_level) l2_prefetch(m, (a & m->l1_mask) ^ m->l1_line);
+    if (m->streams) streamer_train(m, a);
+  }
 
   switch (m->cfg.prefetcher) {
   case HS_PF_NEXTLINE:
@@ -416,7 +568,14 @@ static void fold_fast(hs_model *m) {
 }
 
 void hs_access(hs_model *m, hs_u64 addr, unsigned size, int is_store, hs_u64 pc) {
+  hs_access_timed(m, addr, size, is_store, pc, 0, 0);
+}
+
+void hs_access_timed(hs_model *m, hs_u64 addr, unsigned size, int is_store, hs_u64 pc, hs_u64 instr, hs_u64 value) {
   hs_stats *st = &m->st;
+  m->cur_instr = instr;
+  m->cur_value = size == 8 ? value : 0;
+  m->cur_load = !is_store;
   st->refs++;
   if (is_store) st->stores++; else st->loads++;
   if (size == 0) size = 1;
@@ -429,6 +588,7 @@ void hs_access(hs_model *m, hs_u64 addr, unsigned size, int is_store, hs_u64 pc)
     if (line == m->last_line || mru_hit(m, addr, line)) {
       m->fast++;
       m->last_line = line;
+      if (m->timing && !is_store) hs_timing_access(m->timing, instr, addr, m->lat[0], 0, 1, size, m->cur_value);
       if (m->stride) stride_train(m, addr, pc);
       return;
     }
@@ -464,6 +624,8 @@ const hs_stats *hs_get_stats(hs_model *m) {
 hs_bucket_stats *hs_bucket(hs_model *m, unsigned d, unsigned b) {
   return d < m->cfg.ndims && b < m->cfg.nbuckets[d] ? &m->buckets[d][b] : 0;
 }
+
+hs_timing *hs_get_timing(hs_model *m) { return m->timing; }
 
 const hs_bucket_stats *hs_get_bucket(const hs_model *m, unsigned d, unsigned b) {
   return d < m->cfg.ndims && b < m->cfg.nbuckets[d] ? &m->buckets[d][b] : 0;

@@ -19,6 +19,8 @@
 #ifndef HLSIM_MODEL_H
 #define HLSIM_MODEL_H
 
+#include "timing.h"
+
 typedef unsigned long long hs_u64;
 
 #define HS_MAX_LEVELS 3
@@ -65,6 +67,15 @@ typedef struct {
   unsigned stride_conf;              /* confirmations before the stride prefetcher issues */
   hs_u64 pool_lo, pool_hi;           /* the heaplayout pool range [lo, hi), for cc prefetchers */
   unsigned cc_block;                 /* cc-block size in bytes (power of two) */
+  /* Issue 26's parts, each off by default (tunables.h has their parameters): */
+  int timing;                        /* 1: run the core timing model (timing.c) on every access */
+  hs_timing_cfg tcfg;
+  int pf_adjacent;                   /* L2 adjacent-line: an L2 miss also fetches the other line of its 128-byte pair */
+  int pf_streamer;                   /* L2 streamer: per 4 KiB page, runs ahead of a confirmed direction */
+  unsigned streamer_dist, streamer_degree;
+  int dram;                          /* DRAM row buffer: memory accesses to an open row cost dram_hit */
+  unsigned dram_banks, dram_row, dram_hit;
+  int walk_cache;                    /* an STLB miss walks: PTE (and, on a PDE-cache miss, PDE) lines through the caches */
   /* Attribution, in up to two independent dimensions (e.g. pool and allocation context):
    * bucket of an address (< nbuckets[d]), called on misses and prefetch events only. */
   unsigned ndims;
@@ -102,6 +113,9 @@ typedef struct {
   hs_u64 tlb_misses[HS_MAX_TLB];
   hs_u64 tlb_cycles;
   hs_u64 faults, fault_cycles; /* first touches of pages (part of cycles) */
+  hs_u64 l2pf_issued, l2pf_useful; /* adjacent-line and streamer prefetches into L2, and those hit by demand */
+  hs_u64 dram_accesses, dram_row_hits; /* memory reads (demand, prefetch, walk) and those to an open row */
+  hs_u64 walks, walk_pde_misses, walk_cycles; /* page walks (STLB misses) with --walk-cache */
 } hs_stats;
 
 typedef struct hs_model hs_model;
@@ -114,6 +128,11 @@ const char *hs_check_config(const hs_config *cfg);
 hs_model *hs_new(const hs_config *cfg);
 /* One demand reference of `size` bytes at `addr` by instruction `pc`. */
 void hs_access(hs_model *m, hs_u64 addr, unsigned size, int is_store, hs_u64 pc);
+/* The same, with the core timing's inputs: the instruction's index in the run and, for a
+ * load of 8 bytes, the value it read (0 if not known). */
+void hs_access_timed(hs_model *m, hs_u64 addr, unsigned size, int is_store, hs_u64 pc, hs_u64 instr, hs_u64 value);
+/* The core timing model (NULL unless cfg.timing). */
+hs_timing *hs_get_timing(hs_model *m);
 /* Set the heaplayout pool range (for the cc prefetchers) once it is known. */
 void hs_set_pool_range(hs_model *m, hs_u64 lo, hs_u64 hi);
 /* [lo, hi) was unmapped (munmap, madvise DONTNEED, brk shrinking): its pages fault again. */

@@ -83,6 +83,13 @@ static int tlb_opt(const char *v, hs_tlb_cfg *t) {
   return 1;
 }
 
+static int yesno(const char *v, int *out) {
+  if (streq(v, "yes")) *out = 1;
+  else if (streq(v, "no")) *out = 0;
+  else return -1;
+  return 1;
+}
+
 static int one(const char *v, hs_u64 lo, hs_u64 hi, hs_u64 *out) {
   hs_u64 x;
   if (!nums(v, &x, 1) || x < lo || x > hi) return -1;
@@ -174,6 +181,65 @@ int hs_options_parse(hs_options *o, const char *arg) {
     if (!num(&v, &hi) || *v || hi < lo) return -1;
     c->pool_lo = lo;
     c->pool_hi = hi;
+    return 1;
+  }
+  /* issue 26's parts (tunables.h) */
+  if ((v = val(arg, "--timing="))) {
+    if (streq(v, "mlp")) c->timing = 1;
+    else if (streq(v, "sum")) c->timing = 0;
+    else return -1;
+    return 1;
+  }
+  if ((v = val(arg, "--rob="))) {
+    if (one(v, 1, 100000, &x) < 0) return -1;
+    c->tcfg.rob = (unsigned)x;
+    return 1;
+  }
+  if ((v = val(arg, "--mshr="))) {
+    if (one(v, 1, 64, &x) < 0) return -1;
+    c->tcfg.mshr = (unsigned)x;
+    return 1;
+  }
+  if ((v = val(arg, "--deps="))) {
+    int d = hs_deps_from_name(v);
+    if (d < 0) return -1;
+    c->tcfg.deps = (unsigned)d;
+    return 1;
+  }
+  if ((v = val(arg, "--dep-span="))) {
+    if (one(v, 8, 4096, &x) < 0) return -1;
+    c->tcfg.span = (unsigned)x;
+    return 1;
+  }
+  if ((v = val(arg, "--pf-adjacent="))) return yesno(v, &c->pf_adjacent);
+  if ((v = val(arg, "--pf-streamer="))) return yesno(v, &c->pf_streamer);
+  if ((v = val(arg, "--streamer="))) {
+    hs_u64 d[2];
+    if (!nums(v, d, 2) || d[0] < 1 || d[0] > 63 || d[1] < 1 || d[1] > 16) return -1;
+    c->streamer_dist = (unsigned)d[0];
+    c->streamer_degree = (unsigned)d[1];
+    return 1;
+  }
+  if ((v = val(arg, "--dram="))) return yesno(v, &c->dram);
+  if ((v = val(arg, "--dram-geometry="))) {
+    hs_u64 d[2];
+    if (!nums(v, d, 2) || !d[0] || (d[0] & (d[0] - 1)) || d[0] > 1024 || d[1] < 512 || (d[1] & (d[1] - 1))) return -1;
+    c->dram_banks = (unsigned)d[0];
+    c->dram_row = (unsigned)d[1];
+    return 1;
+  }
+  if ((v = val(arg, "--dram-hit="))) {
+    if (one(v, 0, 100000, &x) < 0) return -1;
+    c->dram_hit = (unsigned)x;
+    return 1;
+  }
+  if ((v = val(arg, "--walk-cache="))) return yesno(v, &c->walk_cache);
+  if ((v = val(arg, "--hw="))) {
+    /* every part of issue 26's model at once, with the IP-stride prefetcher into L1 */
+    int on;
+    if (yesno(v, &on) < 0) return -1;
+    c->timing = c->pf_adjacent = c->pf_streamer = c->dram = c->walk_cache = on;
+    c->prefetcher = on ? HS_PF_STRIDE : HS_PF_NONE;
     return 1;
   }
   if (streq(arg, "--tlb=no")) { o->tlb_levels = 0; return 1; }

@@ -63,6 +63,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--stride-entries", metavar="N", help="stride prefetcher table entries (default 256)")
     g.add_argument("--stride-conf", metavar="N", help="stride confirmations before issuing (default 2)")
     g.add_argument("--pool-range", metavar="LO-HI", help="heaplayout pool range in hex (default: detected)")
+    n = p.add_argument_group("native-time model (issue 26; each part off by default, see docs/simulator.md)")
+    n.add_argument("--hw", choices=("yes", "no"),
+                   help="every part below plus the IP-stride prefetcher (--prefetch stride); later options override")
+    n.add_argument("--timing", choices=("sum", "mlp"),
+                   help="sum: exposed share of the latency sum (default); mlp: core timing with memory-level "
+                   "parallelism and dependent loads")
+    n.add_argument("--rob", metavar="N", help="reorder-buffer instructions (default 224)")
+    n.add_argument("--mshr", metavar="N", help="fill buffers: misses in flight (default 12)")
+    n.add_argument("--deps", choices=("value", "none", "all"),
+                   help="which load misses wait for an earlier one (default value: address derived from a late load)")
+    n.add_argument("--dep-span", metavar="BYTES", help="bytes above a loaded pointer that derive from it (default 128)")
+    n.add_argument("--pf-adjacent", choices=("yes", "no"), help="L2 adjacent-line prefetcher")
+    n.add_argument("--pf-streamer", choices=("yes", "no"), help="L2 streamer within 4 KiB pages")
+    n.add_argument("--streamer", metavar="DIST,DEGREE", help="streamer lines ahead, prefetches per access (16,2)")
+    n.add_argument("--dram", choices=("yes", "no"), help="DRAM row buffer (open-row hits are cheaper)")
+    n.add_argument("--dram-geometry", metavar="BANKS,ROW", help="DRAM banks and row bytes (default 32,8192)")
+    n.add_argument("--dram-hit", metavar="CYCLES", help="latency of an open-row access (default 180)")
+    n.add_argument("--walk-cache", choices=("yes", "no"),
+                   help="page walks read PTE/PDE lines through the caches instead of a fixed STLB penalty")
     g.add_argument("--cachegrind-geometry", action="store_true",
                    help="D1 32K/8/64 + LL 4M/16/64, two levels, no TLB, no prefetcher (validation against cachegrind)")
     p.add_argument("--oracle", choices=("first-touch", "hot-first"),
@@ -88,8 +107,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=simulate_command)
 
 
-MODEL_KEYS = ("L1", "L2", "LL", "levels", "line", "lat", "dtlb", "stlb", "tlb_levels", "page_size", "prefetch",
-              "pf_level", "pf_degree", "stride_entries", "stride_conf", "pool_range", "instr_cost", "exposed", "fault_cost")
+# "hw" first: the tool applies options in order, so the single parts given with it override it
+MODEL_KEYS = ("hw", "L1", "L2", "LL", "levels", "line", "lat", "dtlb", "stlb", "tlb_levels", "page_size", "prefetch",
+              "pf_level", "pf_degree", "stride_entries", "stride_conf", "pool_range", "instr_cost", "exposed", "fault_cost",
+              "timing", "rob", "mshr", "deps", "dep_span", "pf_adjacent", "pf_streamer", "streamer", "dram",
+              "dram_geometry", "dram_hit", "walk_cache")
 
 
 def options_from_args(args: argparse.Namespace) -> SimOptions:

@@ -4,7 +4,10 @@
  * Trace lines: "R ADDR SIZE [PC]" or "W ADDR SIZE [PC]" (ADDR and PC in hex, SIZE decimal);
  * or a generator "S START COUNT STEP SIZE [PC]" (COUNT reads at START + i*STEP, hex START,
  * decimal rest; STEP may be negative), which keeps long patterns out of the pipe; or
- * "U LO HI" (hex): [LO, HI) was unmapped. */
+ * "U LO HI" (hex): [LO, HI) was unmapped. For the timing model (--timing=mlp) a read or
+ * write may carry its instruction index and the value read: "R ADDR SIZE PC INSTR VALUE"
+ * (INSTR decimal, VALUE hex); "S" lines give instruction i*4 to the i-th read, after the
+ * last instruction seen; "I N" sets the run's final instruction count. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,7 @@ int main(int argc, char **argv) {
   hs_model *m = hs_new(&o.cfg);
   if (!m) { fprintf(stderr, "model_test: cannot build the model\n"); return 2; }
   char line[256];
+  unsigned long long instr = 0, end_instr = 0;
   while (fgets(line, sizeof line, stdin)) {
     char kind;
     unsigned long long a, pc = 0;
@@ -47,7 +51,12 @@ int main(int argc, char **argv) {
     unsigned size;
     if (line[0] == 'S') {
       if (sscanf(line, "S %llx %llu %lld %u %llx", &a, &count, &step, &size, &pc) < 4) goto bad;
-      for (unsigned long long i = 0; i < count; i++) hs_access(m, a + (unsigned long long)(step * (long long)i), size, 0, pc);
+      for (unsigned long long i = 0; i < count; i++, instr += 4)
+        hs_access_timed(m, a + (unsigned long long)(step * (long long)i), size, 0, pc, instr, 0);
+      continue;
+    }
+    if (line[0] == 'I') {
+      if (sscanf(line, "I %llu", &end_instr) != 1) goto bad;
       continue;
     }
     if (line[0] == 'U') {
@@ -57,8 +66,12 @@ int main(int argc, char **argv) {
       continue;
     }
     if (line[0] == '\n' || line[0] == '#') continue;
-    if (sscanf(line, "%c %llx %u %llx", &kind, &a, &size, &pc) < 3 || (kind != 'R' && kind != 'W')) goto bad;
-    hs_access(m, a, size, kind == 'W', pc);
+    unsigned long long value = 0, at = instr;
+    int got = sscanf(line, "%c %llx %u %llx %llu %llx", &kind, &a, &size, &pc, &at, &value);
+    if (got < 3 || (kind != 'R' && kind != 'W')) goto bad;
+    if (got >= 5) instr = at;
+    hs_access_timed(m, a, size, kind == 'W', pc, instr, value);
+    instr++;
     continue;
   bad:
     fprintf(stderr, "model_test: bad trace line: %s", line);
@@ -69,6 +82,18 @@ int main(int argc, char **argv) {
   printf("{\"refs\": %llu, \"loads\": %llu, \"stores\": %llu, \"line_accesses\": %llu, \"covered\": %llu, \"cycles\": %llu,\n"
          " \"page_faults\": %llu, \"fault_cycles\": %llu,\n",
          s->refs, s->loads, s->stores, s->line_accesses, s->covered, s->cycles, s->faults, s->fault_cycles);
+  if (end_instr < instr) end_instr = instr;
+  printf(" \"instructions\": %llu, \"l2pf_issued\": %llu, \"l2pf_useful\": %llu, \"dram_accesses\": %llu, \"dram_row_hits\": %llu,\n"
+         " \"walks\": %llu, \"walk_pde_misses\": %llu, \"walk_cycles\": %llu, \"tlb_cycles\": %llu,\n",
+         end_instr, s->l2pf_issued, s->l2pf_useful, s->dram_accesses, s->dram_row_hits, s->walks, s->walk_pde_misses,
+         s->walk_cycles, s->tlb_cycles);
+  hs_timing *t = hs_get_timing(m);
+  if (t) {
+    unsigned long long cycles = hs_timing_cycles(t, end_instr); /* first: it retires what is left */
+    const hs_timing_stats *ts = hs_timing_get_stats(t);
+    printf(" \"timing\": {\"cycles\": %llu, \"stall_cycles\": %llu, \"load_misses\": %llu, \"dependent\": %llu, \"mshr_waits\": %llu, \"line_waits\": %llu},\n",
+           cycles, ts->stall / 100, ts->load_misses, ts->dependent, ts->mshr_waits, ts->line_waits);
+  }
   printf(" \"levels\": [");
   for (unsigned i = 0; i < o.cfg.nlevels; i++) {
     const hs_level_stats *l = &s->level[i];
