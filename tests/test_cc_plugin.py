@@ -302,6 +302,52 @@ def test_stats_option_prints_the_tables(tmp_path: Path, plugin: Path) -> None:
     assert "heap nodes:" in r.stderr
 
 
+GLOBAL_LIST = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+static node *head;                       /* a file-scope data structure */
+__attribute__((noinline)) static void push(long v) { node *x = malloc(sizeof *x); x->v = v; x->next = head; head = x; }
+__attribute__((noinline)) static long drain(void) {
+  long s = 0;
+  while (head) { node *t = head->next; s = s * 3 + head->v; free(head); head = t; }
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100, s = 0;
+  for (int r = 0; r < 3; r++) { for (long i = 0; i < n; i++) push(i ^ r); s += drain(); }
+  printf("%ld\n", s);
+  return 0;
+}
+"""
+
+
+def test_global_data_structure_gets_a_global_pool_only_for_a_whole_program(tmp_path: Path, plugin: Path) -> None:
+    """APA 4.1: one compile-and-link command of one source is the whole program -> global pool."""
+    stats = tmp_path / "whole.jsonl"
+    same_behaviour(tmp_path, {"glob.c": GLOBAL_LIST}, "4000", stats=stats)
+    record = stats_of(stats)[0]
+    assert record["global_pools"] == 1 and record["alloc_sites_pooled"] >= 1, record
+    # compiled alone (-c), other translation units could touch it from other threads
+    partial = tmp_path / "partial.jsonl"
+    f = tmp_path / "glob2.c"
+    f.write_text(GLOBAL_LIST)
+    r = subprocess.run([sys.executable, "-m", "heaplayout.cli", "cc", f"--stats-file={partial}", "-O2", "-c", str(f),
+                        "-o", str(tmp_path / "glob2.o")], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    record = stats_of(partial)[0]
+    assert record["global_pools"] == 0 and record["alloc_sites_pooled"] == 0, record
+    assert any("whole program" in k for k in record["kept_reasons"]), record
+
+
+def test_whole_program_detection() -> None:
+    assert cc.whole_program(["-O2", "a.c", "-o", "a"])
+    assert cc.whole_program(["-O2", "-I", "inc", "a.c", "-lm", "-o", "a"])
+    assert not cc.whole_program(["-O2", "a.c", "b.c", "-o", "a"])
+    assert not cc.whole_program(["-O2", "a.c", "b.o", "-o", "a"])
+    assert not cc.whole_program(["-O2", "-c", "a.c"])
+
+
 def test_driver_flags() -> None:
     ours, rest = cc.split_options(["--stats", "--no-pool", "-O2", "-c", "a.c"])
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]

@@ -9,6 +9,7 @@
 //   at every call site folds its null test away.
 // SROA first because unpromoted locals would make every variable a stack node.
 #include "BottomUp.h"
+#include "GlobalPools.h"
 #include "PoolPlan.h"
 #include "PoolTransform.h"
 #include "Statistics.h"
@@ -48,7 +49,8 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
       }
     hlapa::PlanOptions PO;
     PO.SelectivePA = hlapa::DefaultSelectivePA && !envIs1(hlapa::EnvNoSelective);
-    std::vector<hlapa::SCCPlan> Plans = hlapa::planPools(BU, PO);
+    hlapa::GlobalsGraph GG(M, BU, envIs1(hlapa::EnvWholeProgram));
+    std::vector<hlapa::SCCPlan> Plans = hlapa::planPools(BU, GG, PO);
     hlapa::TransformOptions TO;
     TO.BumpPointer = hlapa::DefaultBumpPointer && !envIs1(hlapa::EnvNoBumpPointer);
     hlapa::Statistics Stats;

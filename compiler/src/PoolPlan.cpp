@@ -10,7 +10,6 @@ namespace hlapa {
 
 const char *const ReasonExternal = "reachable by code outside this translation unit (unknown or indirect call, "
                                    "exported global, int-to-pointer)";
-const char *const ReasonGlobal = "reachable from a global variable (global pools are not built)";
 const char *const ReasonSingleton = "no object points to it (Selective PA)";
 const char *const ReasonSharedInSCC = "used by several functions of one recursive cycle";
 const char *const ReasonNoCleanExit = "owner function has invoke/setjmp (no safe pooldestroy point)";
@@ -26,7 +25,7 @@ static bool hasUnusualExits(const Function &F) {
   return false;
 }
 
-static SCCPlan planOne(const SCCInfo &S) {
+static SCCPlan planOne(const SCCInfo &S, unsigned Index, const GlobalsGraph &GGr) {
   SCCPlan P;
   const DSGraph &G = *S.Graph;
   std::vector<DSHandle> EscapeRoots, GlobalRoots;
@@ -62,7 +61,13 @@ static SCCPlan planOne(const SCCInfo &S) {
     if (N->has(ExternalNode)) {
       NP.Reason = ReasonExternal;
     } else if (FromGlobals.count(N)) {
-      NP.Reason = ReasonGlobal;
+      const DSNode *GN = GGr.nodeFor(Index, N);
+      if (!GN || GN->has(ExternalNode)) NP.Reason = ReasonExternal;
+      else if (GGr.disabledReason()) NP.Reason = GGr.disabledReason();
+      else {
+        NP.Kind = PoolKind::Global;
+        NP.GlobalNode = GN;
+      }
     } else if (Escaping.count(N)) {
       NP.Kind = PoolKind::Argument;
       P.ArgNodes.push_back(N);
@@ -81,10 +86,11 @@ static SCCPlan planOne(const SCCInfo &S) {
   return P;
 }
 
-std::vector<SCCPlan> planPools(const BottomUp &BU, const PlanOptions &Opts) {
+std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const PlanOptions &Opts) {
   std::vector<SCCPlan> Plans;
-  for (const SCCInfo &S : BU.sccs()) {
-    SCCPlan P = planOne(S);
+  for (unsigned I = 0; I < BU.sccs().size(); ++I) {
+    const SCCInfo &S = BU.sccs()[I];
+    SCCPlan P = planOne(S, I, GG);
     if (Opts.SelectivePA) {
       std::set<DSNode *> PointedTo;
       for (DSNode *N : S.Graph->representatives())

@@ -4,10 +4,12 @@
 //              function's stack, poolcreate at entry, pooldestroy at every return;
 //   Argument - reachable from a formal or the return value: a pool descriptor parameter
 //              added to (a clone of) every function of the SCC, passed by the callers;
+//   Global   - reachable from a global variable: the pool of its globals-graph node;
 //   Malloc   - anything not proven: stays on malloc, with the reason.
 #pragma once
 
 #include "BottomUp.h"
+#include "GlobalPools.h"
 
 #include <map>
 #include <string>
@@ -15,12 +17,13 @@
 
 namespace hlapa {
 
-enum class PoolKind { Malloc, Local, Argument };
+enum class PoolKind { Malloc, Local, Argument, Global };
 
 struct NodePlan {
   PoolKind Kind = PoolKind::Malloc;
   const char *Reason = "";            // for Malloc: why it stays there
   const llvm::Function *Owner = nullptr; // for Local
+  const DSNode *GlobalNode = nullptr;    // for Global: its node in the globals graph
 };
 
 struct SCCPlan {
@@ -36,11 +39,10 @@ struct PlanOptions {
   bool SelectivePA = true; // APA 5(1): nodes no object points to stay on malloc
 };
 
-std::vector<SCCPlan> planPools(const BottomUp &BU, const PlanOptions &Opts);
+std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const PlanOptions &Opts);
 
 // The reasons, as the statistics print them.
 extern const char *const ReasonExternal;
-extern const char *const ReasonGlobal;
 extern const char *const ReasonSingleton;
 extern const char *const ReasonSharedInSCC;
 extern const char *const ReasonNoCleanExit;

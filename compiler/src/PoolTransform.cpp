@@ -8,6 +8,7 @@
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
 using namespace llvm;
@@ -46,6 +47,7 @@ private:
   Value *emitPoolPath(IRBuilder<> &B, CallBase *VC, CalleeKind K, Value *Pool);
   void useBumpPointer(AllocaInst *Pool);
   void collectStatistics();
+  Value *globalPool(const DSNode *GlobalNode, uint64_t SizeHint);
 
   Module &M;
   const BottomUp &BU;
@@ -60,6 +62,8 @@ private:
   std::map<const Function *, unsigned> PoolParams; // clone -> pool parameters added
   std::map<const CallBase *, const char *> KeptReason;
   std::set<const CallBase *> Fallbacks; // the malloc branch behind a null pool parameter
+  std::map<const DSNode *, GlobalVariable *> GlobalPools;
+  Function *GlobalInit = nullptr; // the constructor that creates the global pools
 };
 
 void Transformer::declareAPI() {
@@ -109,6 +113,10 @@ PoolRef Transformer::poolFor(const DSNode *N, const SCCPlan &Plan, const PoolMap
   }
   if (NP->Kind == PoolKind::Malloc) {
     R.Reason = NP->Reason;
+    return R;
+  }
+  if (NP->Kind == PoolKind::Global) {
+    R.Pool = const_cast<Transformer *>(this)->globalPool(NP->GlobalNode, Rep->AllocSizeMixed ? 0 : Rep->AllocSize);
     return R;
   }
   auto It = PM.find(Rep);
@@ -235,6 +243,26 @@ void Transformer::useBumpPointer(AllocaInst *Pool) {
   }
 }
 
+Value *Transformer::globalPool(const DSNode *GlobalNode, uint64_t SizeHint) {
+  auto It = GlobalPools.find(GlobalNode);
+  if (It != GlobalPools.end()) return It->second;
+  auto *Ty = ArrayType::get(Type::getInt8Ty(Ctx), PoolDescriptorBytes);
+  auto *GV = new GlobalVariable(M, Ty, false, GlobalValue::InternalLinkage, ConstantAggregateZero::get(Ty),
+                                "hl.global.pool");
+  GV->setAlignment(Align(PoolDescriptorAlign));
+  GlobalPools[GlobalNode] = GV;
+  if (!GlobalInit) {
+    GlobalInit = Function::Create(FunctionType::get(Type::getVoidTy(Ctx), false), GlobalValue::InternalLinkage,
+                                  "hl.create.global.pools", &M);
+    ReturnInst::Create(Ctx, BasicBlock::Create(Ctx, "entry", GlobalInit));
+    // Before the program's own constructors, which may allocate into these pools.
+    appendToGlobalCtors(M, GlobalInit, GlobalPoolCtorPriority);
+  }
+  IRBuilder<> B(GlobalInit->getEntryBlock().getTerminator());
+  B.CreateCall(API.Create, {GV, ConstantInt::get(SizeTy, SizeHint), ConstantInt::get(SizeTy, 0)});
+  return GV;
+}
+
 void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::vector<CallBase *> &OrigCalls,
                           ValueToValueMapTy *VMap) {
   const SCCPlan &Plan = Plans[BU.sccOf(Orig)];
@@ -326,6 +354,7 @@ void Transformer::collectStatistics() {
     for (auto &NP : P.Nodes) {
       std::string Key = NP.second.Kind == PoolKind::Local      ? "local pool"
                         : NP.second.Kind == PoolKind::Argument ? "pool argument"
+                        : NP.second.Kind == PoolKind::Global   ? "global pool"
                                                                : std::string("malloc: ") + NP.second.Reason;
       Stats.HeapNodes[Key]++;
     }
@@ -356,6 +385,7 @@ bool Transformer::run() {
   // An internal original nobody calls any more is dead: the clones replaced it.
   for (auto &KV : Clones)
     if (KV.first->hasLocalLinkage() && KV.first->use_empty()) KV.first->eraseFromParent();
+  Stats.GlobalPools = GlobalPools.size();
   collectStatistics();
   return true;
 }

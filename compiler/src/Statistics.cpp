@@ -29,7 +29,7 @@ std::string Statistics::toJSON() const {
   std::ostringstream O;
   O << "{\"module\":" << quoted(Module) << ",\"functions\":" << Functions << ",\"sccs\":" << SCCs
     << ",\"static_pools\":" << StaticPools
-    << ",\"bump_pointer_pools\":" << BumpPointerPools << ",\"single_size_pools\":" << SingleSizePools
+    << ",\"global_pools\":" << GlobalPools << ",\"bump_pointer_pools\":" << BumpPointerPools << ",\"single_size_pools\":" << SingleSizePools
     << ",\"cloned_functions\":" << ClonedFunctions << ",\"pool_args_total\":" << PoolArgsTotal
     << ",\"pool_args_max\":" << PoolArgsMax << ",\"alloc_sites_pooled\":" << AllocSitesPooled
     << ",\"free_sites_pooled\":" << FreeSitesPooled << ",\"alloc_sites_kept\":" << AllocSitesKept

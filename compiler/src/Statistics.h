@@ -14,6 +14,7 @@ struct Statistics {
   unsigned Functions = 0;
   unsigned SCCs = 0;
   unsigned StaticPools = 0;     // poolcreate/poolinit_bp sites
+  unsigned GlobalPools = 0;        // of StaticPools: module-level descriptors (APA 4.1)
   unsigned BumpPointerPools = 0;
   unsigned SingleSizePools = 0; // every allocation of one constant size (type-homogeneous proxy)
   unsigned ClonedFunctions = 0;

@@ -14,6 +14,7 @@ constexpr const char *EnvStatsFile = "HEAPLAYOUT_CC_STATS";  // append one JSON 
 constexpr const char *EnvDebug = "HEAPLAYOUT_CC_DEBUG";      // "1": print the DS graphs on stderr
 constexpr const char *EnvDisable = "HEAPLAYOUT_CC_DISABLE";  // "1": run nothing (A/B builds)
 constexpr const char *EnvNoSelective = "HEAPLAYOUT_CC_NO_SELECTIVE"; // "1": pool singletons too
+constexpr const char *EnvWholeProgram = "HEAPLAYOUT_CC_WHOLE_PROGRAM"; // "1": this TU is the program
 constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": never use _bp pools
 
 // Selective PA (APA 5.1) on by default: the paper found it never hurts and saves a pool
@@ -21,5 +22,9 @@ constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": nev
 constexpr bool DefaultSelectivePA = true;
 // Bump-pointer pools (APA 5.3) on by default: same objects, no free-list bookkeeping.
 constexpr bool DefaultBumpPointer = true;
+
+// Constructor priority of the function that creates global pools: 101 is the first one
+// not reserved for the implementation, so it runs before the program's own constructors.
+constexpr int GlobalPoolCtorPriority = 101;
 
 } // namespace hlapa

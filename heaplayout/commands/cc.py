@@ -9,6 +9,9 @@ with an rpath). Its own options come first and start with `--hl-` or are `--stat
   --stats-file=PATH    append the pass's JSON lines to PATH (one per translation unit)
   --no-pool            compile without the plugin but link the runtime the same way
                        (the A/B baseline: same compiler, same allocator library)
+  --global-pools       this translation unit is the whole program: give data structures
+                       reachable from global variables pools (automatic when one command
+                       compiles and links a single C source)
 
 The analysis sees one translation unit at a time (docs/compiler.md). It runs only at -O1
 and above (clang's pipeline start), so a build without -O gets no pools.
@@ -30,6 +33,9 @@ COMPILER_ENV = "HEAPLAYOUT_CC_COMPILER"  # which clang to drive (default clang-1
 DEFAULT_COMPILER = "clang-16"  # the plugin is built against LLVM 16's C++ API
 STATS_ENV = "HEAPLAYOUT_CC_STATS"  # read by the plugin (compiler/src/Tunables.h)
 DISABLE_ENV = "HEAPLAYOUT_CC_DISABLE"
+WHOLE_PROGRAM_ENV = "HEAPLAYOUT_CC_WHOLE_PROGRAM"
+SOURCE_SUFFIXES = (".c", ".i")
+INPUT_SUFFIXES = (".o", ".a", ".so", ".obj", ".lo")
 NO_LINK_FLAGS = ("-c", "-S", "-E", "-M", "-MM", "-fsyntax-only")
 
 
@@ -49,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def split_options(argv: list[str]) -> tuple[dict[str, str | bool], list[str]]:
     """Our options (leading, before the compiler's) and the compiler's arguments."""
-    ours: dict[str, str | bool] = {"stats": False, "stats_file": "", "no_pool": False}
+    ours: dict[str, str | bool] = {"stats": False, "stats_file": "", "no_pool": False, "global_pools": False}
     rest = list(argv)
     while rest:
         a = rest[0]
@@ -59,6 +65,8 @@ def split_options(argv: list[str]) -> tuple[dict[str, str | bool], list[str]]:
             ours["stats_file"] = a.split("=", 1)[1]
         elif a == "--no-pool":
             ours["no_pool"] = True
+        elif a == "--global-pools":
+            ours["global_pools"] = True
         elif a == "--":
             rest.pop(0)
             break
@@ -73,6 +81,23 @@ def links(compiler_args: list[str]) -> bool:
     if any(a in NO_LINK_FLAGS for a in compiler_args):
         return False
     return any(not a.startswith("-") for a in compiler_args)
+
+
+def whole_program(compiler_args: list[str]) -> bool:
+    """One command that compiles exactly one C source and links it with nothing else of ours:
+    that translation unit is the whole program (libraries only see what it hands them)."""
+    if not links(compiler_args):
+        return False
+    inputs = [a for a in compiler_args if not a.startswith("-")]
+    # the value of -o and of options taking a separate argument are not inputs
+    for i, a in enumerate(compiler_args[:-1]):
+        if a in ("-o", "-I", "-L", "-D", "-U", "-include", "-isystem", "-x", "-MF", "-MT", "-MQ"):
+            nxt = compiler_args[i + 1]
+            if nxt in inputs:
+                inputs.remove(nxt)
+    sources = [a for a in inputs if a.endswith(SOURCE_SUFFIXES)]
+    others = [a for a in inputs if a.endswith(INPUT_SUFFIXES)]
+    return len(sources) == 1 and not others and len(inputs) == 1
 
 
 def driver_command(compiler_args: list[str], use_plugin: bool) -> list[str]:
@@ -145,6 +170,10 @@ def run_driver(argv: list[str]) -> int:
         stats_path = Path(tmp.name) / "stats.jsonl"
     if stats_path is not None:
         env[STATS_ENV] = str(stats_path)
+    if ours["global_pools"] or whole_program(compiler_args):
+        env[WHOLE_PROGRAM_ENV] = "1"
+    else:
+        env.pop(WHOLE_PROGRAM_ENV, None)
     try:
         rc = subprocess.call(cmd, env=env)
         if ours["stats"] and stats_path is not None:

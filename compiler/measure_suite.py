@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Measure `heaplayout cc` on the suite's C workloads (docs/results.md, issue 27).
+
+Builds every C workload three ways into OUT: plain clang-16 -O2 -g (`glibc`), `heaplayout cc
+--no-pool` (same compiler, libheaplayout.so linked with policy off: the pool runtime's cost
+without pools) and `heaplayout cc` (`apa`). Then either
+  time        interleaved rounds of the reference input: CPU seconds (user+sys) of glibc,
+              jemalloc, mimalloc, tcmalloc (LD_PRELOAD on the plain build), nopool and apa;
+              the output of every run must equal the plain build's
+  cachegrind  D1 and LL misses (--cache-sim=yes --LL=4194304,16,64) of glibc, mimalloc and
+              apa on the small input
+and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind} [--rounds N] [names...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from heaplayout.workloads import load_suite  # noqa: E402
+
+PRELOADS = {
+    "jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "mimalloc": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
+    "tcmalloc": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+}
+LL = "--LL=4194304,16,64"  # a realistic last level (FACTS.md: the default hides LL misses)
+
+
+def build(out: Path, w) -> dict[str, Path]:
+    src = REPO / "workloads" / w.source
+    common = ["-O2", "-g", f"-I{src.parent}", str(src), "-lpthread"]
+    exes = {"glibc": out / f"{w.name}.glibc", "nopool": out / f"{w.name}.nopool", "apa": out / f"{w.name}.apa"}
+    cc = [sys.executable, "-m", "heaplayout.cli", "cc"]
+    cmds = {
+        "glibc": ["clang-16", *common, "-o", str(exes["glibc"])],
+        "nopool": [*cc, "--no-pool", *common, "-o", str(exes["nopool"])],
+        "apa": [*cc, f"--stats-file={out / (w.name + '.stats')}", *common, "-o", str(exes["apa"])],
+    }
+    (out / f"{w.name}.stats").unlink(missing_ok=True)
+    for name, cmd in cmds.items():
+        subprocess.run(cmd, check=True, cwd=REPO)
+    return exes
+
+
+def cpu_run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(cpu seconds, wall seconds, stdout) of one run."""
+    start = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read().decode() if p.stdout else ""
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{argv} exited {status}")
+    return usage.ru_utime + usage.ru_stime, wall, out
+
+
+def quartiles(xs: list[float]) -> tuple[float, float, float]:
+    xs = sorted(xs)
+    if len(xs) < 3:
+        return xs[0], statistics.median(xs), xs[-1]
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
+def time_workload(w, exes: dict[str, Path], rounds: int) -> dict:
+    base_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    variants = {
+        "glibc": (exes["glibc"], {}),
+        **{a: (exes["glibc"], {"LD_PRELOAD": lib}) for a, lib in PRELOADS.items()},
+        "nopool": (exes["nopool"], {}),
+        "apa": (exes["apa"], {}),
+    }
+    names = list(variants)
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    reference = None
+    for r in range(rounds):
+        order = names[r % len(names):] + names[: r % len(names)]  # rotate: no fixed position
+        for n in order:
+            exe, extra = variants[n]
+            c, _, out = cpu_run([str(exe), *w.ref], {**base_env, **extra})
+            if reference is None:
+                reference = out
+            if out != reference:
+                raise RuntimeError(f"{w.name} {n}: output differs")
+            cpu[n].append(c)
+    result = {"name": w.name, "args": w.ref, "rounds": rounds, "cpu": cpu, "load": os.getloadavg()[0]}
+    for n in names:
+        if n == "glibc":
+            continue
+        ratios = [a / b for a, b in zip(cpu[n], cpu["glibc"])]
+        result[f"{n}/glibc"] = quartiles(ratios)
+    best = min(("glibc", *PRELOADS), key=lambda n: statistics.median(cpu[n]))
+    result["best_allocator"] = best
+    result["apa/best"] = quartiles([a / b for a, b in zip(cpu["apa"], cpu[best])])
+    return result
+
+
+def cachegrind(exe: Path, args: list[str], env_extra: dict[str, str]) -> dict[str, int]:
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "cg.out"
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        env.update(env_extra)  # LD_PRELOAD in valgrind's own environment (FACTS.md)
+        r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", LL, f"--cachegrind-out-file={out}",
+                            str(exe), *args], env=env, capture_output=True, text=True, check=True)
+        m = {k: int(v.replace(",", "")) for k, v in re.findall(r"==\d+== (D1  misses|LLd misses|D   refs):\s+([\d,]+)",
+                                                                    r.stderr)}
+        return {"D refs": m.get("D   refs", 0), "D1 misses": m.get("D1  misses", 0), "LLd misses": m.get("LLd misses", 0)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("mode", choices=["time", "cachegrind"])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    for w in load_suite():
+        if not w.source.endswith(".c") or (a.names and w.name not in a.names):
+            continue
+        exes = build(a.out, w)
+        if a.mode == "time":
+            rec = time_workload(w, exes, a.rounds)
+        else:
+            rec = {"name": w.name, "args": w.small,
+                   "glibc": cachegrind(exes["glibc"], w.small, {}),
+                   "mimalloc": cachegrind(exes["glibc"], w.small, {"LD_PRELOAD": PRELOADS["mimalloc"]}),
+                   "apa": cachegrind(exes["apa"], w.small, {})}
+        rec["stats"] = json.loads((a.out / f"{w.name}.stats").read_text().splitlines()[0])
+        print(json.dumps(rec), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
