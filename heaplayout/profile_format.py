@@ -496,6 +496,11 @@ def merge_profiles(profiles: list[Profile], *, force: bool = False) -> Profile:
         id_shift += p.summary.get("objects", max((o.id for o in p.objects), default=0))
         run_base += runs
     out.header["merged_runs"] = str(run_base)
+    periods = {p.header.get("sample_period", "1") for p in profiles}
+    if len(periods) > 1:  # counts are estimates already scaled by each run's own period: they add up
+        out.header["sample_period"] = "mixed"
+        out.header.pop("sample_window", None)
+        out.header.pop("sample_seed", None)
     if "contexts" in out.summary:
         out.summary["contexts"] = len(out.contexts)  # matched contexts are one
     return out

@@ -47,6 +47,12 @@ typedef struct {
    const HChar* trim;     /* comma-separated substrings of module paths to trim */
    Bool pointer_edges;
    Bool affinity;
+   ULong graph_max;       /* keys kept per graph (affinity, pointer edges, neighbours); 0 = no cap */
+   ULong objects_max;     /* O records written at most; 0 = no cap */
+   Bool sample;           /* time-window sampling (hp_sample.c) */
+   UInt sample_period;    /* R: one window in R is profiled */
+   ULong sample_window;   /* window length in executed superblocks */
+   ULong sample_seed;     /* picks which window of every R */
 } HpOptions;
 extern HpOptions hp_opt;
 
@@ -109,6 +115,7 @@ extern ULong hp_heap_span;
 HpObj* hp_map_find(Addr a);
 void hp_obj_unref(HpObj* o);
 void hp_alloc_init(void);
+void hp_alloc_start(void);     /* after the options are read */
 void hp_alloc_fini(void);      /* writes live objects and context totals */
 
 /* ---- instrumentation (hp_access.c) ---- */
@@ -123,7 +130,9 @@ void hp_affinity_init(void);
 void hp_affinity_access(ThreadId tid, HpObj* o, UInt size);
 void hp_affinity_thread_exit(ThreadId tid);
 void hp_affinity_fini(void);   /* writes A records */
+void hp_affinity_reset(void);  /* empties every queue (a sampling window starts) */
 extern ULong hp_affinity_pairs;
+extern ULong hp_stat_aff_walks, hp_stat_aff_entries;  /* walks made, queue entries visited */
 
 /* ---- pointer edges (hp_edges.c) ---- */
 void hp_edges_init(void);
@@ -134,6 +143,18 @@ void hp_edges_fini(void);      /* writes P records */
 void hp_stream_init(void);
 void hp_stream_access(HpObj* o);
 void hp_stream_fini(void);
+void hp_stream_gap(void);      /* the next access is written even if it repeats the last */
+
+/* ---- time-window sampling (hp_sample.c) ---- */
+extern ULong hp_guard_span;    /* the bound translated code checks: hp_heap_span, 0 while off */
+extern Bool hp_sample_on;
+extern UInt hp_sample_period;  /* 1 when not sampling */
+void hp_sample_init(void);
+void hp_sample_tick(ULong blocks);  /* at every scheduler boundary */
+void hp_sample_fini(void);
+/* An access-derived count as written: the sampled count times the period (an unbiased
+ * estimate of the full count); unchanged in a full profile. */
+static inline ULong hp_est(ULong raw) { return raw * hp_sample_period; }
 
 /* ---- output (hp_output.c) ---- */
 Bool hp_out_open(const HChar* path);
@@ -150,9 +171,16 @@ void hp_out_disable(void);             /* after fork, in the child */
 
 /* ---- a small hash of (k1,k2) -> count, used for graphs ---- */
 typedef struct { ULong k1, k2, n; } HpCount;
-typedef struct { HpCount* tab; ULong mask, used; } HpCountMap;
+typedef struct {
+   HpCount* tab;
+   ULong mask, used;
+   ULong max_keys;        /* 0: unbounded; else new keys past it are dropped (--graph-max) */
+   ULong dropped_keys, dropped_n;
+} HpCountMap;
 void hp_cm_init(HpCountMap* m, ULong cap_pow2);
 void hp_cm_add_slow(HpCountMap* m, ULong k1, ULong k2, ULong n);
+void hp_cm_cap(HpCountMap* m);                               /* bounds m at --graph-max keys */
+void hp_cm_write_dropped(const HpCountMap* m, const HChar* name); /* Z records when keys were dropped */
 ULong hp_cm_get(const HpCountMap* m, ULong k1, ULong k2);   /* 0 when absent */
 static inline ULong hp_cm_hash(ULong a, ULong b)
 {

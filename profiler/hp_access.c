@@ -105,7 +105,7 @@ static IRExpr* heap_guard(Instr* in, IRExpr* addr)
       in->lo = newIRTemp(env, Ity_I64);
       in->span = newIRTemp(env, Ity_I64);
       addStmtToIRSB(in->sb, IRStmt_WrTmp(in->lo, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&hp_heap_lo))));
-      addStmtToIRSB(in->sb, IRStmt_WrTmp(in->span, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&hp_heap_span))));
+      addStmtToIRSB(in->sb, IRStmt_WrTmp(in->span, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&hp_guard_span))));
    }
    IRTemp d = newIRTemp(env, Ity_I64);
    IRTemp g = newIRTemp(env, Ity_I1);

@@ -46,12 +46,14 @@ static UInt nqueues;
 static UInt qcap;
 static HpCountMap graph;
 ULong hp_affinity_pairs;
+ULong hp_stat_aff_walks, hp_stat_aff_entries;
 
 void hp_affinity_init(void)
 {
    qcap = 16;
    while (qcap < hp_opt.affinity_distance + 2) qcap *= 2;
    hp_cm_init(&graph, 1 << 12);
+   hp_cm_cap(&graph);
 }
 
 /* Co-allocatable: no object allocated strictly between u and v comes from u's or v's context.
@@ -116,16 +118,21 @@ void hp_affinity_access(ThreadId tid, HpObj* u, UInt sz)
    UInt mask = qcap - 1;
    if (UNLIKELY(!q->e)) q->e = VG_(calloc)("hp.affq", qcap, sizeof(QEnt));
    if (q->n && q->e[(q->head - 1) & mask].o == u) return;
+   hp_stat_aff_walks++;
 
    ULong dist = sz;
    ULong A = hp_opt.affinity_distance;
    UInt x = u->cid, run_y = 0, run_n = 0;   /* consecutive hits on one context, added at once */
    UInt k_u = 0;                            /* position of u's older entry, if reached */
    UInt walk_n = 0;                         /* u's own context, not co-allocatable */
-   for (UInt k = 1; k <= q->n; k++) {
-      QEnt* e = &q->e[(q->head - k) & mask];
+   /* locals: add_edge writes memory the compiler cannot tell apart from *q */
+   QEnt* const ents = q->e;
+   const UInt head = q->head, n = q->n;
+   for (UInt k = 1; k <= n; k++) {
+      QEnt* e = &ents[(head - k) & mask];
       dist += e->size;
       if (dist > A) break;
+      hp_stat_aff_entries++;
       if (e->o == u) {
          k_u = k;
       } else if (!coallocatable(u, e)) {
@@ -176,14 +183,20 @@ void hp_affinity_thread_exit(ThreadId tid)
    }
 }
 
+void hp_affinity_reset(void)
+{
+   for (UInt t = 0; t < nqueues; t++) hp_affinity_thread_exit(t);
+}
+
 void hp_affinity_fini(void)
 {
    for (UInt i = 0; i < (1 << ECACHE_BITS); i++)
       if (ecache[i].n) hp_cm_add(&graph, ecache[i].key, 0, ecache[i].n);
    for (ULong i = 0; i <= graph.mask; i++) {
       HpCount* c = &graph.tab[i];
-      if (c->n) hp_out_printf("A %llu %llu %llu\n", c->k1 >> 32, c->k1 & 0xffffffffULL, c->n);
+      if (c->n) hp_out_printf("A %llu %llu %llu\n", c->k1 >> 32, c->k1 & 0xffffffffULL, hp_est(c->n));
    }
    for (UInt x = 0; x < nwalk; x++)
-      if (walk[x]) hp_out_printf("R %u %llu\n", x, walk[x]);
+      if (walk[x]) hp_out_printf("R %u %llu\n", x, hp_est(walk[x]));
+   hp_cm_write_dropped(&graph, "affinity");
 }

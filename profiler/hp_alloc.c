@@ -148,6 +148,7 @@ static void map_insert(HpObj* o)
    if (a < hp_heap_lo) hp_heap_lo = a;
    if (a + sz > heap_hi) heap_hi = a + sz;
    hp_heap_span = heap_hi - hp_heap_lo;
+   if (hp_sample_on) hp_guard_span = hp_heap_span;
 }
 
 static void map_remove(HpObj* o)
@@ -283,22 +284,29 @@ void hp_obj_unref(HpObj* o)
    if (--o->refs == 0) VG_(freeEltPA)(obj_pool, o);
 }
 
+static ULong objects_written, objects_dropped;
+
 static void write_object(HpObj* o, Bool live)
 {
    if (hp_opt.objects == 0) return;
    if (hp_opt.objects == 1 && o->loads + o->stores == 0) return;
+   if (hp_opt.objects_max && objects_written >= hp_opt.objects_max) {   /* bounds the file, not memory */
+      if (objects_dropped++ == 0) hp_out_printf("W objects-truncated %llu\n", objects_written);
+      return;
+   }
+   objects_written++;
    hp_out_char('O'); hp_out_char(' '); hp_out_u64(o->id);
    hp_out_char(' '); hp_out_u64(o->cid);
    hp_out_char(' '); hp_out_u64(o->inst);
    hp_out_char(' '); hp_out_u64(o->size);
-   hp_out_char(' '); hp_out_u64(o->alloc_t);
+   hp_out_char(' '); hp_out_u64(hp_est(o->alloc_t));
    hp_out_char(' ');
-   if (live) hp_out_char('-'); else hp_out_u64(hp_clock);
+   if (live) hp_out_char('-'); else hp_out_u64(hp_est(hp_clock));
    hp_out_char(' '); hp_out_u64(o->tid);
-   hp_out_char(' '); hp_out_u64(o->loads);
-   hp_out_char(' '); hp_out_u64(o->stores);
-   hp_out_char(' '); hp_out_u64(o->lbytes);
-   hp_out_char(' '); hp_out_u64(o->sbytes);
+   hp_out_char(' '); hp_out_u64(hp_est(o->loads));
+   hp_out_char(' '); hp_out_u64(hp_est(o->stores));
+   hp_out_char(' '); hp_out_u64(hp_est(o->lbytes));
+   hp_out_char(' '); hp_out_u64(hp_est(o->sbytes));
    hp_out_char('\n');
 }
 
@@ -420,7 +428,7 @@ void hp_alloc_init(void)
    obj_pool = VG_(newPA)(sizeof(HpObj), 4096, VG_(malloc), "hp.objpool", VG_(free));
    ctx_mask = 1023;
    ctx_tab = VG_(calloc)("hp.ctx.tab", ctx_mask + 1, sizeof(HpCtx*));
-   hp_cm_init(&neighbours, 1 << 10);
+   hp_cm_init(&neighbours, 1 << 10);   /* capped in hp_alloc_start, after the options are read */
    VG_(needs_malloc_replacement)(hp_malloc, hp_new, hp_new_aligned, hp_vec_new, hp_vec_new_aligned,
                                  hp_memalign, hp_calloc, hp_free, hp_delete, hp_delete_aligned,
                                  hp_delete, hp_delete_aligned, hp_realloc, hp_usable_size, 0);
@@ -431,6 +439,8 @@ static void fini_object(HpObj* o)
    account(o);
    write_object(o, True);
 }
+
+void hp_alloc_start(void) { hp_cm_cap(&neighbours); }
 
 void hp_alloc_fini(void)
 {
@@ -452,10 +462,12 @@ void hp_alloc_fini(void)
    for (UInt i = 0; i < hp_ncontexts; i++) {
       HpCtx* c = ctx_by_id[i];
       hp_out_printf("X %u %llu %llu %llu %llu %llu %llu %llu\n", c->id, c->nobj, c->bytes, c->max_live,
-                    c->loads, c->stores, c->lbytes, c->sbytes);
+                    hp_est(c->loads), hp_est(c->stores), hp_est(c->lbytes), hp_est(c->sbytes));
    }
    for (ULong i = 0; i <= neighbours.mask; i++) {
       const HpCount* n = &neighbours.tab[i];
       if (n->n) hp_out_printf("N %llu %llu %llu\n", n->k1, n->k2, n->n);
    }
+   hp_cm_write_dropped(&neighbours, "neighbours");
+   if (objects_dropped) hp_out_printf("Z objects_dropped %llu\n", objects_dropped);
 }

@@ -16,6 +16,8 @@ void hp_edges_init(void)
 {
    hp_cm_init(&edges, 1 << 12);
    hp_cm_init(&adjacent, 1 << 10);
+   hp_cm_cap(&edges);
+   hp_cm_cap(&adjacent);
 }
 
 /* No object of from's or to's context was allocated strictly between the two. */
@@ -43,7 +45,8 @@ void hp_edges_fini(void)
    for (ULong i = 0; i <= edges.mask; i++) {
       HpCount* c = &edges.tab[i];
       if (!c->n) continue;
-      hp_out_printf("P %llu %lld %llu %llu %llu\n", c->k1 >> 32, (Long)c->k2, c->k1 & 0xffffffffULL, c->n,
-                    hp_cm_get(&adjacent, c->k1, c->k2));
+      hp_out_printf("P %llu %lld %llu %llu %llu\n", c->k1 >> 32, (Long)c->k2, c->k1 & 0xffffffffULL, hp_est(c->n),
+                    hp_est(hp_cm_get(&adjacent, c->k1, c->k2)));
    }
+   hp_cm_write_dropped(&edges, "pointer_edges");
 }

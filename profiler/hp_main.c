@@ -14,6 +14,12 @@ HpOptions hp_opt = {
    .trim = "vgpreload_,libc.so,libc-,libstdc++.so,ld-linux,libgcc_s.so",
    .pointer_edges = True,
    .affinity = True,
+   .graph_max = 1 << 22,
+   .objects_max = 10000000,
+   .sample = False,
+   .sample_period = 10,
+   .sample_window = 1000000,
+   .sample_seed = 1,
 };
 
 static const HChar* objects_arg = "all";
@@ -35,6 +41,12 @@ static Bool hp_process_cmd_line_option(const HChar* arg)
    else if VG_STR_CLO(arg, "--trim", hp_opt.trim) {}
    else if VG_BOOL_CLO(arg, "--pointer-edges", hp_opt.pointer_edges) {}
    else if VG_BOOL_CLO(arg, "--affinity", hp_opt.affinity) {}
+   else if VG_BINT_CLO(arg, "--graph-max", l, 0, 1LL << 40) { hp_opt.graph_max = l; }
+   else if VG_BINT_CLO(arg, "--objects-max", l, 0, 1LL << 50) { hp_opt.objects_max = l; }
+   else if VG_BOOL_CLO(arg, "--sample", hp_opt.sample) {}
+   else if VG_BINT_CLO(arg, "--sample-period", l, 1, 1 << 20) { hp_opt.sample_period = l; }
+   else if VG_BINT_CLO(arg, "--sample-window", l, 1000, 1LL << 40) { hp_opt.sample_window = l; }
+   else if VG_BINT_CLO(arg, "--sample-seed", l, 0, 1LL << 62) { hp_opt.sample_seed = l; }
    else if VG_STR_CLO(arg, "--objects", tmp_str) {
       objects_arg = tmp_str;
       if (VG_STREQ(tmp_str, "all")) hp_opt.objects = 2;
@@ -59,12 +71,18 @@ static void hp_print_usage(void)
 "    --progress=<n>            progress line every n heap accesses, 0 = never [0]\n"
 "    --trim=<a,b,..>           module name substrings whose frames are dropped\n"
 "    --pointer-edges=yes|no    record pointer edges [yes]\n"
-"    --affinity=yes|no         build the affinity graph [yes]\n");
+"    --affinity=yes|no         build the affinity graph [yes]\n"
+"    --graph-max=<n>           keys kept per graph (affinity, pointer edges, neighbours), 0 = no cap [4194304]\n"
+"    --objects-max=<n>         O records written at most, 0 = no cap [10000000]\n"
+"    --sample=yes|no           profile accesses in one time window of every period [no]\n"
+"    --sample-period=<r>       one window in r is profiled; counts are written times r [10]\n"
+"    --sample-window=<n>       window length in executed superblocks [1000000]\n"
+"    --sample-seed=<s>         picks which window of every period is profiled [1]\n");
 }
 
 static void hp_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
 
-static void start_client_code(ThreadId tid, ULong blocks) { hp_cur_tid = tid; }
+static void start_client_code(ThreadId tid, ULong blocks) { hp_cur_tid = tid; hp_sample_tick(blocks); }
 static void thread_exit(ThreadId tid) { hp_affinity_thread_exit(tid); }
 static void in_child(ThreadId tid) { hp_out_disable(); out_ok = False; }
 
@@ -95,9 +113,17 @@ static void write_header(void)
    hp_out_printf("H affinity_distance %u\n", hp_opt.affinity_distance);
    hp_out_printf("H max_object_size %llu\n", hp_opt.max_object_size);
    hp_out_printf("H stream_max %llu\n", hp_opt.stream_max);
+   hp_out_printf("H graph_max %llu\n", hp_opt.graph_max);
+   hp_out_printf("H objects_max %llu\n", hp_opt.objects_max);
    hp_out_printf("H objects %s\n", objects_arg);
    hp_out_printf("H affinity %d\n", hp_opt.affinity ? 1 : 0);
    hp_out_printf("H pointer_edges %d\n", hp_opt.pointer_edges ? 1 : 0);
+   /* sample_period 1: every access profiled; R > 1: access counts are estimates (times R) */
+   hp_out_printf("H sample_period %u\n", hp_sample_period);
+   if (hp_opt.sample) {
+      hp_out_printf("H sample_window %llu\n", hp_opt.sample_window);
+      hp_out_printf("H sample_seed %llu\n", hp_opt.sample_seed);
+   }
    hp_out_puts("H trim ");
    hp_out_escaped(hp_opt.trim[0] ? hp_opt.trim : "-");
    hp_out_puts("\n");
@@ -113,10 +139,13 @@ static void hp_post_clo_init(void)
       VG_(exit)(1);
    }
    hp_module_init();
+   hp_alloc_start();
    hp_affinity_init();
    hp_edges_init();
    hp_stream_init();
    hp_access_init_progress();
+   hp_guard_span = hp_heap_span;
+   hp_sample_init();
    write_header();
 }
 
@@ -127,10 +156,14 @@ static void hp_fini(Int exitcode)
    hp_alloc_fini();
    hp_affinity_fini();
    hp_edges_fini();
-   hp_out_printf("Z heap_accesses %llu\n", hp_clock);
+   hp_out_printf("Z heap_accesses %llu\n", hp_est(hp_clock));
    hp_out_printf("Z objects %llu\n", hp_nobjects);
    hp_out_printf("Z contexts %u\n", hp_ncontexts);
-   hp_out_printf("Z affinity_pairs %llu\n", hp_affinity_pairs);
+   hp_out_printf("Z affinity_pairs %llu\n", hp_est(hp_affinity_pairs));
+   hp_sample_fini();
+   /* the walk's work, for the cost tables (docs/results.md): raw, not estimates */
+   hp_out_printf("Z affinity_walks %llu\n", hp_stat_aff_walks);
+   hp_out_printf("Z affinity_walk_entries %llu\n", hp_stat_aff_entries);
    hp_out_printf("END %08x\n", hp_out_checksum());
    hp_out_close();
 }

@@ -12,7 +12,7 @@ static Bool out_disabled;
 /* CRC-32 (the zlib/IEEE polynomial, so Python's zlib.crc32 checks it) of every byte
  * written so far: the END record carries it, and the reader refuses a profile whose bytes
  * changed after it was written (a bit flip, a hand edit that broke a record). */
-static UInt crc_table[256];
+static UInt crc_table[8][256];   /* slicing-by-8: eight bytes per step, not one */
 static UInt out_crc; /* running, pre- and post-inverted as zlib's */
 
 static void crc_init(void)
@@ -20,15 +20,29 @@ static void crc_init(void)
    for (UInt n = 0; n < 256; n++) {
       UInt c = n;
       for (Int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      crc_table[n] = c;
+      crc_table[0][n] = c;
    }
+   for (UInt n = 0; n < 256; n++)
+      for (UInt t = 1; t < 8; t++)
+         crc_table[t][n] = (crc_table[t - 1][n] >> 8) ^ crc_table[0][crc_table[t - 1][n] & 0xff];
    out_crc = 0;
 }
 
+/* Byte-at-a-time CRC cost 5% of a profiling run that writes a 10M-entry stream. */
 static void crc_add(const HChar* s, UInt n)
 {
    UInt c = ~out_crc;
-   for (UInt i = 0; i < n; i++) c = crc_table[(c ^ (UChar)s[i]) & 0xff] ^ (c >> 8);
+   const UChar* p = (const UChar*)s;
+   while (n >= 8) {
+      UInt lo = c ^ ((UInt)p[0] | (UInt)p[1] << 8 | (UInt)p[2] << 16 | (UInt)p[3] << 24);
+      UInt hi = (UInt)p[4] | (UInt)p[5] << 8 | (UInt)p[6] << 16 | (UInt)p[7] << 24;
+      c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff]
+        ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff]
+        ^ crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+      p += 8;
+      n -= 8;
+   }
+   for (UInt i = 0; i < n; i++) c = crc_table[0][(c ^ p[i]) & 0xff] ^ (c >> 8);
    out_crc = ~c;
 }
 
@@ -134,6 +148,17 @@ void hp_cm_init(HpCountMap* m, ULong cap)
    m->tab = VG_(calloc)("hp.cm", cap, sizeof(HpCount));
    m->mask = cap - 1;
    m->used = 0;
+   m->max_keys = 0;
+   m->dropped_keys = m->dropped_n = 0;
+}
+
+void hp_cm_cap(HpCountMap* m) { m->max_keys = hp_opt.graph_max; }
+
+void hp_cm_write_dropped(const HpCountMap* m, const HChar* name)
+{
+   if (!m->dropped_keys) return;
+   hp_out_printf("Z %s_dropped_adds %llu\n", name, m->dropped_keys);
+   hp_out_printf("Z %s_dropped_count %llu\n", name, hp_est(m->dropped_n));
 }
 
 ULong hp_cm_get(const HpCountMap* m, ULong k1, ULong k2)
@@ -154,10 +179,17 @@ void hp_cm_add_slow(HpCountMap* m, ULong k1, ULong k2, ULong n)
       if (c->k1 == k1 && c->k2 == k2) { c->n += n; return; }
       i = (i + 1) & m->mask;
    }
+   if (m->max_keys && m->used >= m->max_keys) {   /* bounded memory: a new key past the cap is dropped */
+      m->dropped_keys++;
+      m->dropped_n += n;
+      return;
+   }
    if ((m->used + 1) * 2 > m->mask + 1) {   /* at most half full: linear probes stay short */
       HpCount* old = m->tab;
       ULong oldcap = m->mask + 1;
+      ULong max_keys = m->max_keys, dk = m->dropped_keys, dn = m->dropped_n;
       hp_cm_init(m, oldcap * 2);
+      m->max_keys = max_keys; m->dropped_keys = dk; m->dropped_n = dn;
       for (ULong j = 0; j < oldcap; j++)
          if (old[j].n) hp_cm_add_slow(m, old[j].k1, old[j].k2, old[j].n);
       VG_(free)(old);

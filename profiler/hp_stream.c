@@ -24,6 +24,8 @@ static void flush_line(void)
 
 void hp_stream_init(void) {}
 
+void hp_stream_gap(void) { last_id = 0; }
+
 void hp_stream_access(HpObj* o)
 {
    if (o->id == last_id) return;

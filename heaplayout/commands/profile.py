@@ -57,6 +57,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trim", metavar="LIST", help="comma-separated module name parts whose frames are dropped")
     p.add_argument("--no-pointer-edges", action="store_true", help="do not record pointer edges")
     p.add_argument("--no-affinity", action="store_true", help="do not build the affinity graph")
+    p.add_argument("--sample", action="store_true",
+                   help="profile heap accesses in one time window of every --sample-period "
+                   "(docs/results.md: its cost); access counts are written times the period, unbiased estimates "
+                   "(docs/profile-format.md)")
+    p.add_argument("--sample-period", type=int, metavar="R", help="with --sample: one window in R (default 10)")
+    p.add_argument("--sample-window", type=int, metavar="BLOCKS",
+                   help="with --sample: window length in executed superblocks (default 1000000; a short run "
+                   "needs a shorter window to get enough profiled windows)")
+    p.add_argument("--sample-seed", type=int, metavar="S", help="with --sample: which window of each period (default 1)")
+    p.add_argument("--graph-max", type=int, metavar="N",
+                   help="keys kept per graph (affinity, pointer edges, neighbours); later new keys are dropped "
+                   "and counted (default 4194304, 0 = no cap)")
+    p.add_argument("--objects-max", type=int, metavar="N",
+                   help="object records written at most (default 10M, 0 = no cap)")
     p.add_argument("--log-file", metavar="FILE",
                    help="Valgrind's and the tool's messages (progress, fatal-signal reports) go to FILE, not stderr")
     p.add_argument("--valgrind", default="valgrind", help="valgrind executable (default: valgrind)")
@@ -73,7 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def tool_argv(args: argparse.Namespace, out: str) -> list[str]:
     argv = [args.valgrind, "-q", f"--tool={TOOL}", f"--out-file={out}"]
     for opt in ("depth", "max_unwind", "affinity_distance", "max_object_size", "stream_max", "objects",
-                "progress", "trim"):
+                "progress", "trim", "sample_period", "sample_window", "sample_seed", "graph_max", "objects_max"):
         v = getattr(args, opt, None)
         if v is not None:
             argv.append(f"--{opt.replace('_', '-')}={v}")
@@ -81,6 +95,8 @@ def tool_argv(args: argparse.Namespace, out: str) -> list[str]:
         argv.append("--pointer-edges=no")
     if args.no_affinity:
         argv.append("--affinity=no")
+    if getattr(args, "sample", False):
+        argv.append("--sample=yes")
     if args.log_file:
         argv.append(f"--log-file={os.path.abspath(args.log_file)}")
     return argv
@@ -163,6 +179,17 @@ def format_summary(p: Profile, top: int = 15) -> str:
     state = "complete" if p.complete else "INCOMPLETE (the run was cut short; totals rebuilt from freed objects)"
     runs = p.header.get("merged_runs")
     lines.append(f"format {p.version}, {state}" + (f", merged from {runs} runs" if runs else ""))
+    period = p.header_int("sample_period", 1)
+    if period > 1:
+        on = p.summary.get("sample_on_blocks", 0)
+        total = p.summary.get("sample_blocks", 0)
+        duty = f", {100.0 * on / total:.1f}% of the run profiled" if total else ""
+        lines.append(f"SAMPLED: one window in {period} (windows of {p.header.get('sample_window', '?')} blocks{duty}); "
+                     f"access counts, affinity and pointer-edge weights are estimates (sampled counts x {period})")
+    dropped = {k: v for k, v in p.summary.items() if k.endswith("_dropped_adds") or k == "objects_dropped"}
+    if dropped:
+        lines.append("CAPPED: " + ", ".join(f"{k} {v}" for k, v in sorted(dropped.items()))
+                     + f" (--graph-max {p.header.get('graph_max', '?')}, --objects-max {p.header.get('objects_max', '?')})")
     accesses = sum(c.accesses for c in p.contexts.values())
     nobj = p.summary.get("objects", sum(c.objects for c in p.contexts.values()))
     lines.append(f"contexts: {len(p.contexts)}   objects: {nobj}   "

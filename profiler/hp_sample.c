@@ -1,0 +1,77 @@
+/* Time-window sampling (--sample=yes): heap accesses are profiled in one window out of every
+ * --sample-period, and every count that comes from accesses is written multiplied by the
+ * period, an unbiased estimate of the full profile's count.
+ *
+ * Windows are --sample-window superblocks of guest code long (Valgrind's own count of
+ * executed blocks, the same whether a window is profiled or not). Which windows are profiled
+ * is systematic with a random phase: window w is on when w mod R equals a phase drawn from
+ * --sample-seed. Every block, and so every heap access, is profiled with probability exactly
+ * 1/R whatever the program does, so count * R has the full count as its expectation
+ * (Horvitz-Thompson); systematic rather than independent choice keeps the number of
+ * profiled windows fixed, which removes most of the variance on short runs. A program whose
+ * behaviour repeats with a period of exactly R windows would alias; nothing here guards
+ * against that but the seed.
+ *
+ * Switching happens at Valgrind's scheduler boundaries (the start_client_code hook: every
+ * thread time slice of at most 100,000 blocks, and after every system call and allocation),
+ * so a window starts or ends within one time slice of its nominal boundary. Off means the
+ * bound that translated code compares heap addresses against is 0, so no helper is called:
+ * an off window costs the inline range check per non-stack access, nothing is retranslated.
+ * Allocations are recorded in every window (contexts, objects, the address map), so an
+ * access in an on window to an object allocated in an off one is attributed exactly;
+ * allocation counts, sizes and neighbours (X and N records' object fields) are exact.
+ *
+ * Affinity: the queues are emptied when a window turns on, so no pair spans an off window;
+ * the first accesses of each on window see a shorter history than in a full profile (at most
+ * A bytes' worth of pairs lost per window), a small downward bias reported in the docs. */
+#include "hp.h"
+
+ULong hp_guard_span;        /* translated code's bound: hp_heap_span, 0 while off */
+Bool hp_sample_on = True;
+UInt hp_sample_period = 1;  /* R; 1 = every access profiled */
+static ULong cur_window = ~0ULL, phase;
+static ULong on_since, on_blocks, last_blocks, windows_on;
+
+void hp_sample_init(void)
+{
+   if (!hp_opt.sample) return;
+   hp_sample_period = hp_opt.sample_period;
+   /* splitmix64 of the seed: the phase is uniform in [0, R) */
+   ULong z = hp_opt.sample_seed + 0x9E3779B97F4A7C15ULL;
+   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+   phase = (z ^ (z >> 31)) % hp_sample_period;
+   hp_sample_on = False;
+   hp_guard_span = 0;
+}
+
+void hp_sample_tick(ULong blocks)
+{
+   if (!hp_opt.sample) return;
+   last_blocks = blocks;
+   ULong w = blocks / hp_opt.sample_window;
+   if (w == cur_window) return;
+   cur_window = w;
+   Bool now = w % hp_sample_period == phase;
+   if (now == hp_sample_on) return;
+   if (now) {
+      hp_affinity_reset();
+      hp_stream_gap();
+      on_since = blocks;
+      windows_on++;
+   } else {
+      on_blocks += blocks - on_since;
+   }
+   hp_sample_on = now;
+   hp_guard_span = now ? hp_heap_span : 0;
+}
+
+void hp_sample_fini(void)
+{
+   if (!hp_opt.sample) return;
+   if (hp_sample_on) on_blocks += last_blocks - on_since;
+   hp_out_printf("Z sample_blocks %llu\n", last_blocks);
+   hp_out_printf("Z sample_on_blocks %llu\n", on_blocks);
+   hp_out_printf("Z sample_windows_on %llu\n", windows_on);
+   hp_out_printf("Z sampled_heap_accesses %llu\n", hp_clock);
+}

@@ -1,0 +1,150 @@
+"""Profiling at scale (issue 24): the sampling mode's estimates and the caps on graphs and
+object records. The sampling checks use a property of systematic sampling: with period R,
+the R phases (seeds) partition the windows of a deterministic run, so the sampled counts of
+the R phases add up to the full profile's counts exactly; the estimates (sampled count x R)
+therefore average to the full count over the phases, which is what unbiased means here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heaplayout import paths
+from heaplayout.profile_format import merge_profiles, read_profile
+
+pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+
+PERIOD = 3
+WINDOW = 20000  # superblocks: health's small input runs ~400 windows, ~130 profiled per phase
+
+
+def phase_of(seed: int, period: int) -> int:
+    """hp_sample.c's phase: splitmix64 of the seed, modulo the period."""
+    m = (1 << 64) - 1
+    z = (seed + 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return (z ^ (z >> 31)) % period
+
+
+def seeds_for_every_phase(period: int) -> list[int]:
+    found: dict[int, int] = {}
+    seed = 0
+    while len(found) < period:
+        found.setdefault(phase_of(seed, period), seed)
+        seed += 1
+    return [found[p] for p in range(period)]
+
+
+def profile(tmp_path: Path, argv: list[str], *opts: str, name: str) -> Path:
+    out = tmp_path / name
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env["PYTHONPATH"] = str(paths.REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "heaplayout.cli", "profile", "-o", str(out), *opts, "--", *argv]
+    r = subprocess.run(cmd, env=env, capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def health(build_dir: Path) -> list[str]:
+    exe = build_dir / "workloads" / "fp" / "health"
+    if not (build_dir / "profiler" / "lib" / "hlprof-amd64-linux").exists() or not exe.exists():
+        pytest.fail(f"profiler or the health workload not built in {build_dir}: run scripts/build.sh")
+    return [str(exe), "7", "40", "1"]  # the suite's small input
+
+
+@pytest.fixture(scope="module")
+def full_and_phases(health: list[str], tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("sample")
+    full = read_profile(profile(tmp, health, name="full.prof"), with_stream=False, with_objects=False)
+    phases = [read_profile(profile(tmp, health, "--sample", "--sample-period", str(PERIOD), "--sample-window",
+                                   str(WINDOW), "--sample-seed", str(s), name=f"s{s}.prof"),
+                          with_stream=False, with_objects=False)
+              for s in seeds_for_every_phase(PERIOD)]
+    return full, phases
+
+
+def by_frames(p) -> dict:
+    return {p.context_key(c): c for c in p.contexts.values()}
+
+
+def test_phases_add_up_to_the_full_profile(full_and_phases) -> None:
+    full, phases = full_and_phases
+    assert full.header_int("sample_period") == 1
+    fctx = by_frames(full)
+    for p in phases:
+        assert p.header_int("sample_period") == PERIOD and p.header_int("sample_window") == WINDOW
+        assert set(by_frames(p)) == set(fctx)  # every allocation is recorded in every window
+        assert 0 < p.summary["sampled_heap_accesses"] < full.summary["heap_accesses"]
+        assert p.summary["heap_accesses"] == PERIOD * p.summary["sampled_heap_accesses"]
+    # the phases partition the windows: estimates average to the full count, context by context
+    assert sum(p.summary["heap_accesses"] for p in phases) == PERIOD * full.summary["heap_accesses"]
+    for key, c in fctx.items():
+        ests = [by_frames(p)[key] for p in phases]
+        assert sum(e.loads for e in ests) == PERIOD * c.loads, key
+        assert sum(e.stores for e in ests) == PERIOD * c.stores, key
+        assert sum(e.load_bytes + e.store_bytes for e in ests) == PERIOD * (c.load_bytes + c.store_bytes), key
+        assert all(e.objects == c.objects and e.bytes == c.bytes for e in ests), key  # allocations: exact
+
+
+def test_each_phase_estimates_within_bounds(full_and_phases) -> None:
+    full, phases = full_and_phases
+    total = full.summary["heap_accesses"]
+    for p in phases:
+        assert abs(p.summary["heap_accesses"] - total) < 0.25 * total
+        # the profiled share of the run is about 1/R (systematic windows)
+        share = p.summary["sample_on_blocks"] / p.summary["sample_blocks"]
+        assert abs(share - 1 / PERIOD) < 0.1
+
+
+def test_affinity_estimate_loses_only_window_starts(full_and_phases) -> None:
+    """Queues are emptied when a window opens: the mean estimate can only be lower than the
+    full weight, by at most the pairs of the first A bytes of each window."""
+    full, phases = full_and_phases
+    w_full = sum(full.affinity.values())
+    mean = sum(sum(p.affinity.values()) for p in phases) / PERIOD
+    assert w_full * 0.99 <= mean <= w_full
+    # the strongest edge of the full profile is the strongest of the mean of the phases too
+    def keyed(p):
+        ids = {c.id: p.context_key(c) for c in p.contexts.values()}
+        return {frozenset((ids[x], ids[y])): w for (x, y), w in p.affinity.items()}
+    fk = keyed(full)
+    mean_k: dict = {}
+    for p in phases:
+        for k, w in keyed(p).items():
+            mean_k[k] = mean_k.get(k, 0) + w / PERIOD
+    assert max(fk, key=fk.get) == max(mean_k, key=mean_k.get)
+
+
+def test_merge_of_phases_keeps_estimates(full_and_phases) -> None:
+    full, phases = full_and_phases
+    merged = merge_profiles(phases)
+    assert merged.summary["heap_accesses"] == PERIOD * full.summary["heap_accesses"]
+    assert merged.header.get("sample_period") == str(PERIOD)
+    mixed = merge_profiles([full, phases[0]])
+    assert mixed.header.get("sample_period") == "mixed"
+
+
+def test_caps_are_reported_and_respected(build_dir: Path, tmp_path: Path) -> None:
+    exe = build_dir / "tests" / "profiler" / "hp_exact"  # 1000 objects from two contexts
+    if not exe.exists():
+        pytest.fail(f"tests/profiler not built in {build_dir}: run scripts/build.sh")
+    p = read_profile(profile(tmp_path, [str(exe)], "--graph-max", "1", "--objects-max", "50", name="cap.prof"),
+                     with_stream=False)
+    assert p.header["graph_max"] == "1" and p.header["objects_max"] == "50" and "stream_max" in p.header
+    assert len(p.affinity) <= 1 and len(p.neighbours) <= 1 and len(p.pointer_edges) <= 1
+    assert len(p.objects) == 50
+    assert p.summary["objects_dropped"] == p.summary["objects"] - 50 > 0
+    assert p.summary["neighbours_dropped_adds"] > 0  # a->b and b->a: two keys, one kept
+    # contexts' totals do not depend on the caps
+    assert sum(c.objects for c in p.contexts.values()) == p.summary["objects"]
+    full = read_profile(profile(tmp_path, [str(exe)], name="full.prof"), with_stream=False)
+    assert full.header["graph_max"] == "4194304" and len(full.neighbours) == 2
+    assert not any(k.endswith("_dropped_adds") for k in full.summary)
