@@ -348,6 +348,42 @@ def test_whole_program_detection() -> None:
     assert not cc.whole_program(["-O2", "-c", "a.c"])
 
 
+EMBEDDED_ARRAY = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct rec { long key, hits; } rec;
+typedef struct tree { struct tree *kid[2]; rec *payload; } tree;
+__attribute__((noinline)) static tree *grow(int depth, long *next) {
+  if (depth == 0) return 0;
+  tree *t = malloc(sizeof *t);
+  t->payload = malloc(sizeof *t->payload);
+  t->payload->key = (*next)++; t->payload->hits = 0;
+  for (int i = 0; i < 2; i++) t->kid[i] = grow(depth - 1, next);
+  return t;
+}
+__attribute__((noinline)) static long visit(tree *t, int side) {
+  if (!t) return 0;
+  t->payload->hits++;
+  return t->payload->key + visit(t->kid[side & 1], side >> 1) + visit(t->kid[!(side & 1)], side);
+}
+__attribute__((noinline)) static long run(int depth) {
+  long next = 0;
+  tree *root = grow(depth, &next);
+  return visit(root, 5) + visit(root, 2);
+}
+int main(int argc, char **argv) { printf("%ld\n", run(argc > 1 ? atoi(argv[1]) : 10)); return 0; }
+"""
+
+
+def test_array_inside_a_struct_keeps_the_other_fields_apart(tmp_path: Path, plugin: Path) -> None:
+    """kid[i] with a variable i must not fold the payload pointer into the child pointers:
+    tree nodes and payload records are two data structures, two pools."""
+    ir = emit_ir(tmp_path, EMBEDDED_ARRAY)
+    creates = re.findall(r"call void @pool(?:create|init_bp)\(", function_body(ir, "run"))
+    assert len(creates) == 2, function_body(ir, "run")
+    assert same_behaviour(tmp_path, {"tree.c": EMBEDDED_ARRAY}, "12").strip()
+
+
 def test_driver_flags() -> None:
     ours, rest = cc.split_options(["--stats", "--no-pool", "-O2", "-c", "a.c"])
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]

@@ -6,6 +6,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/GlobalValue.h"
 
+#include <algorithm>
 #include <numeric>
 
 using namespace llvm;
@@ -49,18 +50,53 @@ DSHandle DSGraph::resolve(DSHandle H) {
   uint64_t Shift;
   DSNode *N = findRoot(H.Node, Shift);
   if (!N) return {};
-  uint64_t Off = H.Offset + Shift;
-  if (N->has(CollapsedNode)) Off = 0;
-  else if (N->Stride) Off %= N->Stride;
-  return {N, Off};
+  return {N, normalize(N, H.Offset + Shift)};
+}
+
+uint64_t DSGraph::normalize(const DSNode *N, uint64_t Off) {
+  if (N->has(CollapsedNode)) return 0;
+  if (N->Stride) Off %= N->Stride;
+  for (const ArrayRange &R : N->Ranges) // largest first: outer arrays before inner ones
+    if (Off >= R.Start && Off < R.Start + R.Bytes) Off = R.Start + (Off - R.Start) % R.Elem;
+  return Off;
+}
+
+void DSGraph::rekeyEdges(DSNode *N) {
+  std::map<uint64_t, DSHandle> Old;
+  Old.swap(N->Edges);
+  for (auto &E : Old) {
+    uint64_t Key = normalize(N, E.first);
+    auto It = N->Edges.find(Key);
+    if (It == N->Edges.end()) N->Edges[Key] = E.second;
+    else unify(It->second, E.second);
+  }
+}
+
+void DSGraph::addArrayRange(DSNode *N, uint64_t Start, uint64_t Bytes, uint64_t Elem) {
+  N = find(N);
+  if (N->has(CollapsedNode) || Elem == 0 || Bytes <= Elem) return;
+  ArrayRange New{Start, Bytes, Elem};
+  for (const ArrayRange &R : N->Ranges) {
+    if (R == New) return;
+    bool Disjoint = Start >= R.Start + R.Bytes || R.Start >= Start + Bytes;
+    bool Inside = Start >= R.Start && Start + Bytes <= R.Start + R.Bytes;
+    bool Around = R.Start >= Start && R.Start + R.Bytes <= Start + Bytes;
+    if (!Disjoint && !Inside && !Around) { // two array views that disagree: give up the fields
+      collapse(N);
+      return;
+    }
+  }
+  N->Flags |= ArrayNode;
+  N->Ranges.push_back(New);
+  std::stable_sort(N->Ranges.begin(), N->Ranges.end(),
+                   [](const ArrayRange &A, const ArrayRange &B) { return A.Bytes > B.Bytes; });
+  rekeyEdges(N);
 }
 
 DSHandle DSGraph::edge(DSHandle H, uint64_t ExtraOffset) {
   DSHandle R = resolve(H);
   if (!R) return {};
-  uint64_t Off = R.Offset + ExtraOffset;
-  if (R.Node->has(CollapsedNode)) Off = 0;
-  else if (R.Node->Stride) Off %= R.Node->Stride;
+  uint64_t Off = normalize(R.Node, R.Offset + ExtraOffset);
   auto It = R.Node->Edges.find(Off);
   if (It != R.Node->Edges.end()) return It->second;
   DSNode *Target = makeNode();
@@ -104,14 +140,7 @@ void DSGraph::setStride(DSNode *N, uint64_t Stride) {
   if (S == N->Stride) return;
   N->Stride = S;
   N->Flags |= ArrayNode;
-  std::map<uint64_t, DSHandle> Old;
-  Old.swap(N->Edges);
-  for (auto &E : Old) {
-    uint64_t Key = E.first % S;
-    auto It = N->Edges.find(Key);
-    if (It == N->Edges.end()) N->Edges[Key] = E.second;
-    else unify(It->second, E.second);
-  }
+  rekeyEdges(N);
 }
 
 void DSGraph::mergeInto(DSNode *Keep, DSNode *Gone, uint64_t Delta) {
@@ -129,8 +158,9 @@ void DSGraph::mergeInto(DSNode *Keep, DSNode *Gone, uint64_t Delta) {
   if (Keep->has(CollapsedNode)) {
     Keep->Flags &= ~CollapsedNode; // let collapse() fold the edges the merge brought
     collapse(Keep);
-  } else if (Gone->Stride) {
-    setStride(Keep, Gone->Stride);
+  } else {
+    if (Gone->Stride) setStride(Keep, Gone->Stride);
+    for (const ArrayRange &R : Gone->Ranges) addArrayRange(Keep, R.Start + Delta, R.Bytes, R.Elem);
   }
   for (auto &E : GoneEdges) {
     DSHandle At = resolve({Keep, E.first + Delta});
@@ -195,6 +225,7 @@ std::vector<DSHandle> DSGraph::cloneFrom(const DSGraph &From, const std::vector<
     New->AllocSize = Old->AllocSize;
     New->AllocSizeMixed = Old->AllocSizeMixed;
     New->Stride = Old->Stride;
+    New->Ranges = Old->Ranges;
     Map[Old] = New;
     Work.push_back(Old);
     return New;
@@ -274,6 +305,7 @@ void DSGraph::print(raw_ostream &OS) const {
       if (N->Flags & (1u << B)) OS << FlagNames[B] << " ";
     OS << "]";
     if (N->Stride) OS << " stride " << N->Stride;
+    for (const ArrayRange &R : N->Ranges) OS << " array@" << R.Start << "+" << R.Bytes << "/" << R.Elem;
     for (auto &E : N->Edges) {
       DSHandle T = resolve(E.second);
       OS << " +" << E.first << "->n" << T.Node->Id << "+" << T.Offset;

@@ -47,6 +47,13 @@ struct DSSite {
   bool operator<(const DSSite &O) const { return Call < O.Call; }
 };
 
+// An array inside the objects of a node (a struct field `T a[N]`): its elements are one
+// field, as DSA treats array types as their element type.
+struct ArrayRange {
+  uint64_t Start = 0, Bytes = 0, Elem = 0;
+  bool operator==(const ArrayRange &O) const { return Start == O.Start && Bytes == O.Bytes && Elem == O.Elem; }
+};
+
 struct DSNode {
   DSNode *Forward = nullptr; // union-find parent; null for a representative
   uint64_t ForwardOffset = 0; // where this node's offset 0 lies in the parent's objects
@@ -58,6 +65,7 @@ struct DSNode {
   uint64_t AllocSize = 0;      // the constant size of every allocation, or 0 when mixed
   bool AllocSizeMixed = false;
   uint64_t Stride = 0;         // array element size: offsets are taken modulo it (0: none)
+  std::vector<ArrayRange> Ranges; // arrays inside the objects (largest first)
   unsigned Id = 0;
 
   bool has(unsigned F) const { return (Flags & F) != 0; }
@@ -79,6 +87,8 @@ public:
   void collapse(DSNode *N);
   // A variable index of element size `Stride` was used on N: fields repeat every Stride bytes.
   void setStride(DSNode *N, uint64_t Stride);
+  // An array of `Bytes` bytes with elements of `Elem` bytes starts at offset `Start` of N.
+  void addArrayRange(DSNode *N, uint64_t Start, uint64_t Bytes, uint64_t Elem);
   // Pointer arithmetic: the same node at another offset; a negative offset collapses.
   DSHandle offsetBy(DSHandle H, int64_t Delta);
 
@@ -112,6 +122,8 @@ public:
 
 private:
   void mergeInto(DSNode *Keep, DSNode *Gone, uint64_t Delta);
+  void rekeyEdges(DSNode *N);
+  static uint64_t normalize(const DSNode *N, uint64_t Off);
   std::deque<std::unique_ptr<DSNode>> Nodes;
   llvm::DenseMap<const llvm::Value *, DSHandle> ValueMap;
   std::map<const llvm::GlobalValue *, DSHandle> Globals;

@@ -2,6 +2,7 @@
 #include "LocalAnalysis.h"
 
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/GetElementPtrTypeIterator.h"
 #include "llvm/IR/GlobalAlias.h"
 #include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/InstIterator.h"
@@ -141,20 +142,37 @@ void LocalAnalysis::visit(Instruction &I, Function &F) {
       G.unify(handleOf(&I), Base);
       return;
     }
-    unsigned Bits = DL.getIndexTypeSizeInBits(GEP.getType());
-    MapVector<Value *, APInt> VarOffsets;
-    APInt Const(Bits, 0);
-    if (!GEP.collectOffset(DL, Bits, VarOffsets, Const)) {
-      G.collapse(Base.Node);
-      G.unify(handleOf(&I), Base);
-      return;
+    // Walk the indices with their types, as DSA does: a struct index selects a field, an
+    // index into an array inside the object is any element of it (recorded as an array range
+    // of the node), and a variable first index makes the whole node an array of its type.
+    DSNode *N = DSGraph::resolve(Base).Node;
+    int64_t Off = 0;
+    uint64_t Stride = 0;
+    bool First = true;
+    Type *Aggregate = nullptr; // the type the current index selects in (null: the pointer level)
+    for (gep_type_iterator GTI = gep_type_begin(GEP), E = gep_type_end(GEP); GTI != E;
+         Aggregate = GTI.getIndexedType(), ++GTI, First = false) {
+      Value *Idx = GTI.getOperand();
+      auto *C = dyn_cast<ConstantInt>(Idx);
+      if (StructType *ST = GTI.getStructTypeOrNull()) {
+        Off += DL.getStructLayout(ST)->getElementOffset(cast<ConstantInt>(Idx)->getZExtValue());
+        continue;
+      }
+      uint64_t ES = DL.getTypeAllocSize(GTI.getIndexedType()).getKnownMinValue();
+      uint64_t Count = 0;
+      if (auto *AT = dyn_cast_or_null<ArrayType>(Aggregate)) Count = AT->getNumElements();
+      else if (auto *VT = dyn_cast_or_null<FixedVectorType>(Aggregate)) Count = VT->getNumElements();
+      if (!First && Count) {
+        int64_t Here = (int64_t)DSGraph::resolve(Base).Offset + Off;
+        if (Here >= 0) G.addArrayRange(N, (uint64_t)Here, Count * ES, ES);
+        if (C) Off += C->getSExtValue() * (int64_t)ES; // normalized by the range
+        continue;
+      }
+      if (C) Off += C->getSExtValue() * (int64_t)ES;
+      else Stride = std::gcd(Stride, ES);
     }
-    if (!VarOffsets.empty()) {
-      uint64_t Stride = 0;
-      for (auto &VO : VarOffsets) Stride = std::gcd(Stride, (uint64_t)std::abs(VO.second.getSExtValue()));
-      if (Stride) G.setStride(DSGraph::resolve(Base).Node, Stride);
-    }
-    G.unify(handleOf(&I), G.offsetBy(Base, Const.getSExtValue()));
+    if (Stride) G.setStride(DSGraph::resolve(Base).Node, Stride);
+    G.unify(handleOf(&I), G.offsetBy(Base, Off));
     return;
   }
   case Instruction::IntToPtr: {
