@@ -64,6 +64,10 @@ def plan_variants() -> dict[str, PlanVariant]:
     # allocator, or to HALO's groups (one plan file holds both).
     out["prefix"] = PlanVariant("prefix", "prefix:hds+hot", "allocator")
     out["prefix-halo"] = PlanVariant("prefix-halo", "prefix:hds+hot", "allocator", ("--prefix-rest", "halo"))
+    # ... and with no stack walk at all: objects numbered per call site (the paper's own
+    # context), HALO's groups told apart by call site (docs/prefix.md, "By call site")
+    out["prefix-site"] = PlanVariant("prefix-site", "prefix:hds+hot", "allocator",
+                                     ("--prefix-rest", "halo", "--walk-budget", "0"))
     return out
 
 

@@ -171,9 +171,10 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
         elif prefix_rest != "allocator":
             raise ValueError(f"prefix rest {prefix_rest!r}: expected allocator or halo")
         usable = usable_contexts(profile)
+        # walk budget 0 (no stack walks): PreFix numbers objects per call site, as the paper does
         plan, planned = make_prefix_plan(profile, strategy.removeprefix("prefix:"), usable, skip_names(profile),
                                          chunk_size=chunk_size, max_object_size=max_object_size, source=source,
-                                         base=base.plan if base else None)
+                                         base=base.plan if base else None, by_site=walk_budget == 0)
         if base is not None:
             return PlanResult(plan, base.groups, base.labels, base.rules, base.selectors, base.usable,
                               collapsed=base.collapsed)

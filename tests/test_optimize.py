@@ -141,19 +141,20 @@ def test_ignore_lets_a_program_with_a_timing_line_be_optimized(runtime_lib, tmp_
 
 
 def test_prefix_variants_are_planned_and_raced(build_dir, runtime_lib, tmp_path):
-    """PreFix's variants (`prefix`, `prefix-halo`) are optimize candidates when asked for:
+    """PreFix's variants (`prefix`, `prefix-halo`, `prefix-site`) are optimize candidates when asked for:
     each gets its plan of strategy prefix:hds+hot, and its configuration is raced and runs with
     the program's output unchanged (a changed output would end optimize with status 1)."""
     w = {w.name: w for w in load_suite()}["prefix_hot"]
     program = [str(w.binary()), "60000", "20"]  # a third of the small input: planning PreFix is slow
     out = tmp_path / "out"
-    r = optimize("--allocator", "glibc", "--strategies", "prefix,prefix-halo", "--race-rounds", "2", "--runs", "5",
+    r = optimize("--allocator", "glibc", "--strategies", "prefix,prefix-halo,prefix-site", "--race-rounds", "2", "--runs", "5",
                  "--budget", "60", "--no-report", "-o", str(out), "--", *program)
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     doc = json.loads((out / "optimize.json").read_text())
-    assert set(doc["plans"]) == {"prefix", "prefix-halo"}
-    for name in ("prefix", "prefix-halo"):
+    assert set(doc["plans"]) == {"prefix", "prefix-halo", "prefix-site"}
+    for name in ("prefix", "prefix-halo", "prefix-site"):
         head = (out / f"{w.binary().name}.{name}.plan").read_text().splitlines()
         assert any(line.split()[:2] == ["strategy", "prefix:hds+hot"] for line in head[:20]), head[:20]
+        assert any("objects numbered per call site alone" in line for line in head[:20]) == (name == "prefix-site")
     labels = {c["label"] for c in doc["candidates"]}
-    assert {"prefix+glibc", "prefix-halo+glibc"} <= labels
+    assert {"prefix+glibc", "prefix-halo+glibc", "prefix-site+glibc"} <= labels

@@ -180,7 +180,8 @@ TIMING = re.compile(rb"^.*\d\.\d+ s$", re.M)  # the workloads print their own ru
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="the profiler needs valgrind")
-@pytest.mark.parametrize("name,rest", [(n, "allocator") for n in sorted(WORKLOADS)] + [("prefix_recycle", "halo")])
+@pytest.mark.parametrize("name,rest", [(n, "allocator") for n in sorted(WORKLOADS)]
+                         + [("prefix_recycle", "halo"), ("prefix_hot", "halo-site"), ("prefix_recycle", "halo-site")])
 def test_suite_workload_planned_on_one_input_runs_another_unchanged(name, rest, build_dir, runtime_lib, tmp_path):
     def heaplayout(argv: list[str]) -> int:  # `profile` execs valgrind: never in this process
         cli = "import sys; from heaplayout.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -190,10 +191,15 @@ def test_suite_workload_planned_on_one_input_runs_another_unchanged(name, rest, 
     train, other = WORKLOADS[name]
     prof, plan = tmp_path / "train.prof", tmp_path / "prefix.plan"
     assert heaplayout(["profile", "-o", str(prof), "--", str(binary), *train]) == 0
-    assert heaplayout(["plan", "--strategy", "prefix:hds+hot", "--prefix-rest", rest, str(prof), "-o", str(plan)]) == 0
-    if rest == "halo":  # one file with both record kinds
-        text = plan.read_text()
+    # halo-site: walk budget 0, PreFix's objects numbered per call site (docs/prefix.md, "By call site")
+    opts = ["--prefix-rest", "halo", "--walk-budget", "0"] if rest == "halo-site" else ["--prefix-rest", rest]
+    assert heaplayout(["plan", "--strategy", "prefix:hds+hot", *opts, str(prof), "-o", str(plan)]) == 0
+    text = plan.read_text()
+    if rest != "allocator":  # one file with both record kinds
         assert "\ngroup 1 " in text and "\nprefix_region " in text
+    if rest == "halo-site":  # every rule names its call site alone
+        rules = [line.split() for line in text.splitlines() if line.startswith(("prefix_select ", "select "))]
+        assert rules and all(len(r) == 3 for r in rules), [r for r in rules if len(r) != 3][:3]
     for args in (train, other):
         plain = run(binary, runtime_lib, tmp_path, None, *args)
         r = run(binary, runtime_lib, tmp_path, plan, *args)
@@ -202,5 +208,7 @@ def test_suite_workload_planned_on_one_input_runs_another_unchanged(name, rest, 
         stats = json.loads((tmp_path / "stats.json").read_text())
         st = stats["prefix"]
         assert st["taken"] > 0 and st["counters_cut"] == 0 and st["freed"] <= st["taken"]
-        if rest == "halo":
+        if rest != "allocator":
             assert sum(p["objects"] for p in stats["pools"]) > 0, "the HALO groups placed nothing"
+        if rest == "halo-site":  # walks only where libc itself allocates (a skipped module), then cached
+            assert stats["plan_walks"] * 1000 <= st["taken"], (stats["plan_walks"], st["taken"])

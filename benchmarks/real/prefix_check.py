@@ -39,6 +39,10 @@ VARIANTS = {
     "prefix:hds": ["--strategy", "prefix:hds"],
     "prefix:hds+hot": ["--strategy", "prefix:hds+hot"],
     "prefix:hds+hot, rest halo": ["--strategy", "prefix:hds+hot", "--prefix-rest", "halo"],
+    # walk budget 0: objects numbered per call site (the paper's context), HALO's groups by
+    # call site alone; the runtime never walks the stack (docs/prefix.md, "By call site")
+    "prefix:hds+hot by site, rest halo-site": ["--strategy", "prefix:hds+hot", "--prefix-rest", "halo",
+                                                "--walk-budget", "0"],
 }
 PREFIX_KEYS = ("region_bytes", "slots", "taken", "refused_site", "refused_size", "refused_busy", "counters_cut")
 
@@ -74,23 +78,24 @@ def plan_run(p: corpus.Program, input_dir: Path, plan: Path, reference: tuple[in
         if diff is not None:
             problems.append(f"stdout differs: {diff}")
         try:
-            prefix = json.loads(stats.read_text()).get("prefix", {})
+            doc = json.loads(stats.read_text())
+            prefix, walks = doc.get("prefix", {}), doc.get("plan_walks", 0)
         except (OSError, ValueError):
-            prefix = {}
+            prefix, walks = {}, 0
             problems.append("no statistics (" + err.decode(errors="replace").strip()[-200:] + ")")
         messages = [line for line in err.decode(errors="replace").splitlines() if line.startswith("heaplayout:")]
     return {"ok": not problems, "problem": "; ".join(problems), "seconds": round(seconds, 3),
-            **{k: int(prefix.get(k, 0)) for k in PREFIX_KEYS}, "messages": messages[:3]}
+            **{k: int(prefix.get(k, 0)) for k in PREFIX_KEYS}, "walks": int(walks), "messages": messages[:3]}
 
 
 def markdown(rows: list[dict], command: str) -> str:
     out = [f"Command: `{command}`", "",
            "| program | plan | planning s | region | slots | input | output | took a slot | refused (site / size / busy) "
-           "| counters cut |", "|---|---|---:|---:|---:|---|---|---:|---|---:|"]
+           "| counters cut | stack walks |", "|---|---|---:|---:|---:|---|---|---:|---|---:|---:|"]
     for r in rows:
         if r.get("plan_problem"):
             out.append(f"| {r['program']} | {r['plan']} | {r['planning_s']:.1f} | — | — | — | plan failed: "
-                       f"{r['plan_problem']} | — | — | — |")
+                       f"{r['plan_problem']} | — | — | — | — |")
             continue
         for which in corpus.INPUTS:
             x = r[which]
@@ -98,12 +103,23 @@ def markdown(rows: list[dict], command: str) -> str:
             verdict = "same" if x["ok"] else f"**{x['problem']}**"
             out.append(f"| {r['program']} | {r['plan']} | {r['planning_s']:.1f} | {region} | {x.get('slots', 0):,} | "
                        f"{which} | {verdict} | {x.get('taken', 0):,} | {x.get('refused_site', 0):,} / "
-                       f"{x.get('refused_size', 0):,} / {x.get('refused_busy', 0):,} | {x.get('counters_cut', 0)} |")
+                       f"{x.get('refused_size', 0):,} / {x.get('refused_busy', 0):,} | {x.get('counters_cut', 0)} | "
+                       f"{x.get('walks', 0):,} |")
     return "\n".join(out) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = arguments("python3 -m benchmarks.real.prefix_check", __doc__, argv)
+    args = arguments("python3 -m benchmarks.real.prefix_check", __doc__, argv,
+                     lambda ap: ap.add_argument("--variants", metavar="A;B",
+                                                help="only these plans, by their names in VARIANTS, ';'-separated"))
+    variants = VARIANTS
+    if args.variants:
+        names = [v.strip() for v in args.variants.split(";") if v.strip()]
+        unknown = [v for v in names if v not in VARIANTS]
+        if unknown:
+            say(f"[prefix] unknown variants {unknown}; known: {'; '.join(VARIANTS)}")
+            return 2
+        variants = {v: VARIANTS[v] for v in names}
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     rows, bad = [], 0
@@ -114,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         for which in corpus.INPUTS:
             _, code, stdout, _ = run_program(p, dirs[which], base_environment(p), p.timeout * 4)
             native[which] = (code, normalize(stdout))
-        for name, opts in VARIANTS.items():
-            path = dest / f"prefix.{name.replace(', rest ', '-').replace(':', '-')}.plan"
+        for name, opts in variants.items():
+            path = dest / f"prefix.{name.replace(', rest ', '-').replace(':', '-').replace(' ', '-')}.plan"
             plan, seconds, problem = make_plan(prof, path, opts)
             row = {"program": p.name, "plan": name, "planning_s": round(seconds, 1), "plan_problem": problem}
             if plan is not None:

@@ -20,10 +20,13 @@ class Profiled:
     inputs: dict[str, Path]  # "train"/"measure" -> the input's directory
 
 
-def arguments(prog: str, doc: str | None, argv: list[str] | None) -> argparse.Namespace:
+def arguments(prog: str, doc: str | None, argv: list[str] | None,
+              extra: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="build/real", help="the corpus output directory (default build/real)")
     ap.add_argument("--programs", metavar="A,B", help="only these programs")
+    if extra is not None:
+        extra(ap)
     return ap.parse_args(argv)
 
 

@@ -20,6 +20,7 @@ from ...profile_format import Profile
 from .analyze import analyze
 from .params import PrefixParams
 from .result import ContextRule, PrefixLayout
+from .sites import by_call_site
 
 
 @dataclass
@@ -107,11 +108,20 @@ def prefix_records(profile: Profile, layout: PrefixLayout, usable: set[int],
 
 def make_prefix_plan(profile: Profile, variant: str, usable: set[int], skips: list[str], *, chunk_size: int,
                      max_object_size: int, params: PrefixParams | None = None, source: str = "",
-                     base: Plan | None = None) -> tuple[Plan, PrefixPlanned]:
+                     base: Plan | None = None, by_site: bool = False) -> tuple[Plan, PrefixPlanned]:
     """A plan whose placement is the PreFix region of `variant` (hot, hds, hds+hot); with
     `base` (a HALO plan of the same profile), that plan's groups place the objects outside
-    the region, in the same file."""
-    from ...planner import profile_module_for  # planner imports this module lazily
+    the region, in the same file. by_site: objects numbered per call site, as the paper
+    does, so that the runtime never walks the stack for them (sites.py)."""
+    from ...planner import profile_module_for, usable_contexts  # planner imports this module lazily
+    identified_by = "contexts (call chains)"
+    if by_site:
+        sited = by_call_site(profile)
+        profile = sited.profile
+        usable = usable_contexts(profile)
+        identified_by = (f"call site alone ({len(profile.contexts)} call sites"
+                         + (f", {sited.left_out} left out: not every object recorded" if sited.left_out else "")
+                         + ")")
     layout = analyze(profile, params, [variant]).layouts[variant]
     index: dict[int, int] = {}
     if base is not None:
@@ -135,7 +145,7 @@ def make_prefix_plan(profile: Profile, variant: str, usable: set[int], skips: li
         f"{st.coverage:.1%} of heap accesses; {len(planned.records.counters)} counters, {len(planned.records.sites)} "
         f"sites, patterns {layout.patterns()}",
         f"identification: {len(planned.rules.rules)} prefix_select rules ({len(planned.rules.overruled)} contexts "
-        "indistinguishable); contexts not collapsed modulo recursion",
+        f"indistinguishable); objects numbered per {identified_by}, not collapsed modulo recursion",
         f"prefix parameters: {layout.parameters}",
     ]
     if base is None:
