@@ -283,6 +283,8 @@ static int dram_row_hit(hs_model *m, hs_u64 addr) {
   return 0;
 }
 
+static void streamer_train(hs_model *m, hs_u64 addr);
+
 /* A prefetch of the line holding `addr` into level `p` and the levels beyond it. */
 static void prefetch_into(hs_model *m, hs_u64 addr, unsigned p) {
   hs_array *a = &m->cache[p];
@@ -299,7 +301,11 @@ static void prefetch_into(hs_model *m, hs_u64 addr, unsigned p) {
     victim = EMPTY;
     if (ref(&m->cache[i], addr >> m->cache[i].shift, 0, 0, &victim, &flag)) break;
   }
-  if (i == m->cfg.nlevels && m->dram_open) dram_row_hit(m, addr);
+  unsigned lat = m->lat[i];
+  if (i == m->cfg.nlevels && m->dram_open && dram_row_hit(m, addr)) lat = m->cfg.dram_hit;
+  if (m->timing) hs_timing_prefetch(m->timing, addr, lat);
+  /* an L1 prefetch is a request to L2 like a demand miss: the streamer sees it */
+  if (p == 0 && m->streams) streamer_train(m, addr);
 }
 
 static void prefetch(hs_model *m, hs_u64 addr) { prefetch_into(m, addr, m->cfg.pf_level); }
@@ -317,7 +323,14 @@ static void l2_prefetch(hs_model *m, hs_u64 addr) {
 static void streamer_train(hs_model *m, hs_u64 addr) {
   hs_u64 page = addr >> 12;
   int off = (int)((addr >> 6) & 63);
-  hs_stream *e = &m->streams[(page ^ (page >> 5) ^ (page >> 11)) & (HS_STREAMER_ENTRIES - 1)];
+  /* fully associative, most recently used first */
+  hs_stream *s = m->streams, cur;
+  unsigned i = 0;
+  while (i < HS_STREAMER_ENTRIES - 1 && s[i].page != page) i++;
+  cur = s[i];
+  for (; i > 0; i--) s[i] = s[i - 1];
+  s[0] = cur;
+  hs_stream *e = &s[0];
   if (e->page != page) {
     e->page = page;
     e->last = e->upto = off;

@@ -21,7 +21,10 @@ struct hs_timing {
   hs_tu64 mshr[MAX_MSHR];  /* completion time of each fill buffer's miss */
   stamp vals[HS_DEP_TABLE]; /* late loaded values, by their 64-byte line */
   stamp lines[HS_LINE_TABLE]; /* line fills, by line */
+  hs_tu64 pfq[HS_PF_QUEUE]; /* completion time of each prefetch in flight */
+  hs_tu64 last_start;      /* when the last access started: the time its prefetches issue */
   hs_tu64 last_done;       /* the latest completion seen */
+  hs_tu64 vals_max, lines_max; /* the latest ready time in each table: below the dispatch time, no lookup */
   hs_tu64 last_load_miss;  /* deps=all: when the previous load miss completes */
 };
 
@@ -91,24 +94,26 @@ void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latenc
   retire_until(t, instr);
   hs_tu64 dispatch = instr * t->cpi + t->st.stall, start = dispatch, lat = (hs_tu64)latency * 100;
   int dependent = 0;
-  if (is_load && t->cfg.deps == HS_DEPS_VALUE) {
+  if (is_load && t->cfg.deps == HS_DEPS_VALUE && t->vals_max > start) {
     hs_tu64 r = address_ready(t, addr);
     if (r > start) start = r, dependent = 1;
   } else if (is_load && l1_miss && t->cfg.deps == HS_DEPS_ALL && t->last_load_miss > start) {
     start = t->last_load_miss;
     dependent = 1;
   }
-  hs_tu64 done;
+  hs_tu64 done, lr = t->lines_max > dispatch ? line_ready(t, addr) : 0;
   if (l1_miss) {
     unsigned best = 0;
     for (unsigned i = 1; i < t->cfg.mshr; i++)
       if (t->mshr[i] < t->mshr[best]) best = i;
     if (t->mshr[best] > start) start = t->mshr[best], t->st.mshr_waits++;
     done = start + lat;
+    if (lr > done) done = lr, t->st.line_waits++; /* a prefetch of this line is still on its way */
     t->mshr[best] = done;
     stamp *l = &t->lines[slot_of(addr >> 6, HS_LINE_TABLE)];
     l->key = addr >> 6;
     l->ready = done;
+    if (done > t->lines_max) t->lines_max = done;
     if (is_load) {
       t->st.load_misses++;
       t->st.dependent += dependent;
@@ -118,17 +123,34 @@ void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latenc
       t->last_load_miss = done;
     }
   } else {
-    hs_tu64 lr = line_ready(t, addr);
     if (lr > start) start = lr, t->st.line_waits++;
     done = start + lat;
   }
+  t->last_start = start;
   if (done > t->last_done) t->last_done = done;
   /* a late 8-byte load's value may be the base of a later address */
   if (is_load && size == 8 && value && t->cfg.deps == HS_DEPS_VALUE && (l1_miss || start > dispatch)) {
     stamp *s = &t->vals[slot_of(value >> 6, HS_DEP_TABLE)];
     s->key = value;
     s->ready = done;
+    if (done > t->vals_max) t->vals_max = done;
   }
+}
+
+void hs_timing_prefetch(hs_timing *t, hs_tu64 addr, unsigned latency) {
+  /* issued when the access that triggered it started, once a prefetch-queue slot is free */
+  unsigned best = 0;
+  for (unsigned i = 1; i < HS_PF_QUEUE; i++)
+    if (t->pfq[i] < t->pfq[best]) best = i;
+  hs_tu64 start = t->last_start > t->pfq[best] ? t->last_start : t->pfq[best];
+  hs_tu64 done = start + (hs_tu64)latency * 100;
+  hs_tu64 lr = line_ready(t, addr); /* served by a level the line is still arriving in */
+  if (lr > done) done = lr;
+  t->pfq[best] = done;
+  stamp *l = &t->lines[slot_of(addr >> 6, HS_LINE_TABLE)];
+  l->key = addr >> 6;
+  l->ready = done;
+  if (done > t->lines_max) t->lines_max = done;
 }
 
 hs_tu64 hs_timing_cycles(hs_timing *t, hs_tu64 instr) {

@@ -48,6 +48,9 @@ hs_timing *hs_timing_new(const hs_timing_cfg *c, void *(*alloc)(void *ctx, hs_tu
  * (0 if unknown or not a load of 8). */
 void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latency, int l1_miss, int is_load,
                       unsigned size, hs_tu64 value);
+/* A prefetch of the line holding `addr`, triggered by the last access, served after `latency`
+ * cycles: a demand access to the line before it arrives waits for it (timeliness). */
+void hs_timing_prefetch(hs_timing *t, hs_tu64 addr, unsigned latency);
 /* Cycles of the whole run after `instr` instructions: dispatch time or the last completion. */
 hs_tu64 hs_timing_cycles(hs_timing *t, hs_tu64 instr);
 const hs_timing_stats *hs_timing_get_stats(const hs_timing *t);

@@ -177,3 +177,31 @@ def test_bad_options_rejected(model_test):
         assert r.returncode == 2, bad
     r = subprocess.run([str(model_test), "--walk-cache=yes", "--tlb=no"], input=b"", capture_output=True, timeout=10)
     assert r.returncode == 2 and b"needs a TLB" in r.stderr
+
+
+def chase_trace(lines: list[int]) -> str:
+    addrs = [BASE + k * 64 for k in lines]
+    return loads(addrs, addrs[1:] + [0], gap=4)
+
+
+def test_prefetches_take_time(model_test):
+    """a chase over sequential lines waits for prefetches still on their way; four streams
+    visited in turn leave each prefetch four times longer to arrive (chase_latency.c modes 1
+    and 3: 30 and 15 ns per load natively)"""
+    n = 16384
+    one = sim(model_test, chase_trace(list(range(n))), "--hw=yes")
+    q = 1 << 16
+    four = sim(model_test, chase_trace([(i % 4) * q + i // 4 for i in range(n)]), "--hw=yes")
+    per_one, per_four = one["timing"]["cycles"] / n, four["timing"]["cycles"] / n
+    assert one["levels"][1]["misses"] < n / 100  # prefetched, yet
+    assert 15 < per_one < MEM / 2  # not free: the line is still arriving
+    assert one["timing"]["line_waits"] > n / 2
+    assert per_four < 0.75 * per_one
+    shuffled = list(range(n))
+    rng = random.Random(1)
+    for p in range(0, n, 64):
+        blk = shuffled[p:p + 64]
+        rng.shuffle(blk)
+        shuffled[p:p + 64] = blk
+    within = sim(model_test, chase_trace(shuffled), "--hw=yes")
+    assert within["timing"]["cycles"] / n > 1.5 * per_one  # no direction to follow in a page
