@@ -246,13 +246,56 @@ int main(int argc, char **argv) {
 """
 
 
-def test_indirect_call_keeps_its_data_structure_on_malloc(tmp_path: Path, plugin: Path) -> None:
-    """Indirect calls are not resolved in this version: what they can reach stays on malloc."""
+def test_indirect_call_through_a_global_table_keeps_its_data_structure_on_malloc(tmp_path: Path,
+                                                                                   plugin: Path) -> None:
+    """A function pointer loaded from a global table may hold any function: unknown code."""
     stats = tmp_path / "s.jsonl"
     ir = emit_ir(tmp_path, INDIRECT, stats)
     assert re.search(r"@pool(create|init_bp)", function_body(ir, "direct"))
     assert not re.search(r"@pool(create|init_bp|alloc)", function_body(ir, "through_pointer"))
     assert same_behaviour(tmp_path, {"indirect.c": INDIRECT}, "2000").strip()
+
+
+# APA figure 5: func1 needs no pool, func2 frees and allocates; one call site calls either.
+FIGURE5 = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+__attribute__((noinline)) static node *keep(node *in) { in->v += 1; return in; }
+__attribute__((noinline)) static node *replace(node *in) {
+  node *n = malloc(sizeof *n); n->v = in->v * 2; n->next = in->next; free(in); return n;
+}
+__attribute__((noinline)) static long caller(long n, int x) {
+  node *(*fp)(node *) = x > 1 ? keep : replace;
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *c = malloc(sizeof *c); c->v = i; c->next = l; l = c; }
+  long s = 0;
+  for (node **p = &l; *p; p = &(*p)->next) { *p = fp(*p); s += (*p)->v; }
+  while (l) { node *t = l->next; free(l); l = t; }
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", caller(n, argc - 2), caller(n, 3));
+  return 0;
+}
+"""
+
+
+def test_indirect_call_with_known_callees_passes_each_its_pools(tmp_path: Path, plugin: Path) -> None:
+    """The function pointer is made in the caller from two functions of this unit: the call
+    becomes a test of the pointer per callee, and replace's clone gets the caller's pool."""
+    ir = emit_ir(tmp_path, FIGURE5)
+    body = function_body(ir, "caller")
+    pool = re.search(r"call void @poolcreate\(ptr [^%]*(%[\w.]+)", body)
+    assert pool, body
+    call = re.search(r"call [^\n]*@replace\.hlpool\(([^\n]*)\)", body)
+    assert call and pool.group(1) in call.group(1), body
+    assert same_behaviour(tmp_path, {"fig5.c": FIGURE5}, "3000").strip()
+    # every node, including the ones replace allocates, is served by the pool
+    r = run(tmp_path / "pooled", "3000", env={"HEAPLAYOUT_STATS": "1"})
+    m = re.search(r"\(pool\.h\)\s+(\d+)", r.stderr)
+    assert m and int(m.group(1)) == 3 * 3000, r.stderr
 
 
 CALLOC_REALLOC = r"""

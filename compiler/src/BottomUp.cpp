@@ -23,6 +23,10 @@ void BottomUp::computeSCCs() {
   std::vector<Function *> Defined;
   for (Function &F : M)
     if (!F.isDeclaration()) Defined.push_back(&F);
+  // An indirect call may reach any function whose address is taken: order those first.
+  std::vector<Function *> AddressTaken;
+  for (Function *F : Defined)
+    if (F->hasAddressTaken()) AddressTaken.push_back(F);
   std::map<Function *, unsigned> Index, Low;
   std::set<Function *> OnStack;
   std::vector<Function *> Stack;
@@ -31,11 +35,15 @@ void BottomUp::computeSCCs() {
     Index[F] = Low[F] = Next++;
     Stack.push_back(F);
     OnStack.insert(F);
+    std::vector<Function *> Callees;
     for (Instruction &I : instructions(*F)) {
       auto *CB = dyn_cast<CallBase>(&I);
       if (!CB) continue;
       Function *C = directCallee(*CB);
-      if (!C || C->isDeclaration()) continue;
+      if (!C && !CB->isInlineAsm()) Callees.insert(Callees.end(), AddressTaken.begin(), AddressTaken.end());
+      if (C && !C->isDeclaration()) Callees.push_back(C);
+    }
+    for (Function *C : Callees) {
       if (!Index.count(C)) {
         strong(C);
         Low[F] = std::min(Low[F], Low[C]);
@@ -73,6 +81,7 @@ void BottomUp::run() {
     for (Function *F : SCCs[I].Members)
       for (Argument &A : F->args()) LA.handleOf(&A);
     for (Function *F : SCCs[I].Members) LA.analyze(*F);
+    resolveIndirectCalls(G);
     G.propagateExternal();
     Current = nullptr;
   }
@@ -96,7 +105,12 @@ bool BottomUp::resolveDirectCall(CallBase &CB, Function &Callee, DSGraph &G) {
     }
     return true;
   }
-  const DSGraph &CG = *SCCs[CalleeSCC].Graph;
+  inlineCallee(CB, Callee, G, CallMaps[&CB]);
+  return true;
+}
+
+void BottomUp::inlineCallee(CallBase &CB, Function &Callee, DSGraph &G, std::map<const DSNode *, DSNode *> &Map) {
+  const DSGraph &CG = *SCCs[SCCIndex.at(&Callee)].Graph;
   std::vector<DSHandle> Roots;
   for (Argument &A : Callee.args()) {
     auto It = CG.values().find(&A);
@@ -105,14 +119,73 @@ bool BottomUp::resolveDirectCall(CallBase &CB, Function &Callee, DSGraph &G) {
   auto Ret = CG.returns().find(&Callee);
   Roots.push_back(Ret == CG.returns().end() ? DSHandle{} : Ret->second);
   for (auto &GH : CG.globals()) Roots.push_back(GH.second);
-  std::map<const DSNode *, DSNode *> &Map = CallMaps[&CB];
   std::vector<DSHandle> Copies = G.cloneFrom(CG, Roots, Map);
   for (unsigned I = 0; I < CB.arg_size(); ++I)
     if (Copies[I] && isPtrLike(CB.getArgOperand(I)->getType(), DL))
       G.unify(Current->handleOf(CB.getArgOperand(I)), Copies[I]);
   if (Copies[CB.arg_size()] && isPtrLike(CB.getType(), DL))
     G.unify(Current->handleOf(&CB), Copies[CB.arg_size()]);
-  return true;
+}
+
+// The callees of an indirect call are known when its function pointer's node holds only
+// functions with a body here, none reached from outside (formals, returns, globals, external
+// memory): then every value that flowed into the pointer was created in this SCC. Each callee
+// is inlined at the call site like a direct callee; the transformation then calls each one
+// by a test of the pointer (with its own pools). Checked again at the end, since inlining one
+// call can merge another call's pointer node with more.
+void BottomUp::resolveIndirectCalls(DSGraph &G) {
+  std::vector<CallBase *> Calls;
+  Calls.swap(Deferred);
+  auto calleesOf = [&](CallBase *CB, std::vector<Function *> &Out) -> bool {
+    DSHandle FP = Current->handleOf(CB->getCalledOperand());
+    DSNode *N = DSGraph::resolve(FP).Node;
+    if (!N || N->has(ExternalNode) || N->Globals.empty()) return false;
+    std::vector<DSHandle> Outside;
+    for (Function *F : SCCs[CurrentSCC].Members) {
+      for (Argument &A : F->args())
+        if (G.hasHandle(&A)) Outside.push_back(G.handleSlot(&A));
+      auto R = G.returns().find(F);
+      if (R != G.returns().end()) Outside.push_back(R->second);
+    }
+    for (auto &GH : G.globals())
+      if (!isa<Function>(GH.first)) Outside.push_back(GH.second);
+    if (G.reachable(Outside).count(N)) return false;
+    Out.clear();
+    for (const GlobalValue *GV : N->Globals) {
+      auto *F = dyn_cast<Function>(GV);
+      if (!F || F->isDeclaration() || F->isVarArg() || F->getFunctionType() != CB->getFunctionType() ||
+          !SCCIndex.count(F) || SCCIndex.at(F) >= CurrentSCC)
+        return false;
+      Out.push_back(const_cast<Function *>(F));
+    }
+    std::sort(Out.begin(), Out.end(), [](Function *A, Function *B) { return A->getName() < B->getName(); });
+    return !isa<InvokeInst>(CB) && !isa<CallBrInst>(CB) && !CB->isMustTailCall();
+  };
+  std::vector<std::pair<CallBase *, std::vector<Function *>>> Done;
+  for (CallBase *CB : Calls) {
+    std::vector<Function *> Fs;
+    if (!calleesOf(CB, Fs)) {
+      Current->visitUnknownCall(*CB);
+      continue;
+    }
+    for (Function *F : Fs) inlineCallee(*CB, *F, G, IndirectMaps[{CB, F}]);
+    Done.push_back({CB, Fs});
+  }
+  for (auto &D : Done) {
+    std::vector<Function *> Fs;
+    if (calleesOf(D.first, Fs) && Fs == D.second) IndirectCallees[D.first] = Fs;
+    else Current->visitUnknownCall(*D.first); // grew or escaped meanwhile: unknown after all
+  }
+}
+
+const std::vector<Function *> *BottomUp::indirectCallees(const CallBase *CB) const {
+  auto It = IndirectCallees.find(CB);
+  return It == IndirectCallees.end() ? nullptr : &It->second;
+}
+
+const std::map<const DSNode *, DSNode *> *BottomUp::indirectNodeMap(const CallBase *CB, const Function *F) const {
+  auto It = IndirectMaps.find({CB, F});
+  return It == IndirectMaps.end() ? nullptr : &It->second;
 }
 
 const std::map<const DSNode *, DSNode *> *BottomUp::nodeMap(const CallBase *CB) const {

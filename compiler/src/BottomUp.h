@@ -40,9 +40,19 @@ public:
   DSNode *nodeOf(const llvm::Value *V, const llvm::Function *F) const;
 
   bool resolveDirectCall(llvm::CallBase &CB, llvm::Function &Callee, DSGraph &G) override;
+  void deferIndirectCall(llvm::CallBase &CB) override { Deferred.push_back(&CB); }
+
+  // An indirect call whose possible callees are known (the function pointer's node is local
+  // to the caller and holds only functions defined here): the callees, and per callee the
+  // node map of its graph's copy at this call site.
+  const std::vector<llvm::Function *> *indirectCallees(const llvm::CallBase *CB) const;
+  const std::map<const DSNode *, DSNode *> *indirectNodeMap(const llvm::CallBase *CB, const llvm::Function *F) const;
 
 private:
   void computeSCCs();
+  void resolveIndirectCalls(DSGraph &G);
+  void inlineCallee(llvm::CallBase &CB, llvm::Function &Callee, DSGraph &G,
+                    std::map<const DSNode *, DSNode *> &Map);
   llvm::Module &M;
   const llvm::DataLayout &DL;
   std::vector<SCCInfo> SCCs;
@@ -50,6 +60,10 @@ private:
   std::map<const llvm::CallBase *, std::map<const DSNode *, DSNode *>> CallMaps;
   std::map<const llvm::CallBase *, CalleeKind> Kinds;
   std::set<const llvm::CallBase *> Resolved;
+  std::vector<llvm::CallBase *> Deferred;
+  std::map<const llvm::CallBase *, std::vector<llvm::Function *>> IndirectCallees;
+  std::map<std::pair<const llvm::CallBase *, const llvm::Function *>, std::map<const DSNode *, DSNode *>>
+      IndirectMaps;
   unsigned CurrentSCC = 0;
   LocalAnalysis *Current = nullptr;
 };

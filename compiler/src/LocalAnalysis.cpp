@@ -248,8 +248,8 @@ void LocalAnalysis::visitCall(CallBase &CB) {
     return;
   }
   Function *Callee = dyn_cast<Function>(CB.getCalledOperand()->stripPointerCasts());
-  if (!Callee) { // indirect call: its possible callees are not resolved in this version
-    visitUnknownCall(CB);
+  if (!Callee) {
+    Resolver.deferIndirectCall(CB);
     return;
   }
   if (!Callee->isDeclaration()) {

@@ -23,6 +23,9 @@ public:
   virtual ~CallResolver() = default;
   // A call whose callee has a body here; returns false if it must be treated as unknown.
   virtual bool resolveDirectCall(llvm::CallBase &CB, llvm::Function &Callee, DSGraph &G) = 0;
+  // An indirect call: decided after the whole SCC is analysed (its function pointer's node
+  // is complete only then).
+  virtual void deferIndirectCall(llvm::CallBase &CB) = 0;
 };
 
 class LocalAnalysis {
@@ -35,12 +38,12 @@ public:
   DSHandle handleOf(const llvm::Value *V);
   // Marks what a pointer argument of an unknown call points to as external.
   void escapeToUnknown(const llvm::Value *V);
+  void visitUnknownCall(llvm::CallBase &CB);
 
 
 private:
   void visit(llvm::Instruction &I, llvm::Function &F);
   void visitCall(llvm::CallBase &CB);
-  void visitUnknownCall(llvm::CallBase &CB);
   void loadStore(DSHandle Ptr, DSHandle Val, llvm::Type *T);
   DSHandle constantHandle(const llvm::Constant *C);
 

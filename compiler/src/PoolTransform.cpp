@@ -44,6 +44,11 @@ private:
   PoolRef poolFor(const DSNode *N, const SCCPlan &Plan, const PoolMap &PM) const;
   void rewriteMallocFamily(CallBase *VC, CalleeKind K, const PoolRef &P);
   void redirectCall(CallBase *OC, CallBase *VC, Function *Orig, const PoolMap &PM, const SCCPlan &Plan);
+  // The pools a call to Callee at OC passes, given the node map of the callee's graph there.
+  SmallVector<Value *, 4> poolArgs(Function *Callee, Function *Orig, const std::map<const DSNode *, DSNode *> *NodeMap,
+                                   const PoolMap &PM, const SCCPlan &Plan);
+  void promoteIndirectCall(CallBase *OC, CallBase *VC, Function *Orig, const PoolMap &PM, const SCCPlan &Plan,
+                           const std::vector<Function *> &Callees);
   Value *emitPoolPath(IRBuilder<> &B, CallBase *VC, CalleeKind K, Value *Pool);
   void useBumpPointer(AllocaInst *Pool);
   void collectStatistics();
@@ -183,14 +188,12 @@ void Transformer::rewriteMallocFamily(CallBase *VC, CalleeKind K, const PoolRef 
   VC->eraseFromParent();
 }
 
-void Transformer::redirectCall(CallBase *OC, CallBase *VC, Function *Orig, const PoolMap &PM, const SCCPlan &Plan) {
-  Function *Callee = dyn_cast<Function>(OC->getCalledOperand()->stripPointerCasts());
-  auto CI = Clones.find(Callee);
-  if (CI == Clones.end()) return;
+SmallVector<Value *, 4> Transformer::poolArgs(Function *Callee, Function *Orig,
+                                              const std::map<const DSNode *, DSNode *> *NodeMap, const PoolMap &PM,
+                                              const SCCPlan &Plan) {
   const SCCPlan &CalleePlan = Plans[BU.sccOf(Callee)];
   bool SameSCC = BU.sccOf(Callee) == BU.sccOf(Orig);
-  const std::map<const DSNode *, DSNode *> *NodeMap = BU.nodeMap(OC);
-  SmallVector<Value *, 8> Args(VC->args());
+  SmallVector<Value *, 4> Pools;
   for (const DSNode *A : CalleePlan.ArgNodes) {
     const DSNode *CallerNode = nullptr;
     if (SameSCC) CallerNode = A;
@@ -199,8 +202,61 @@ void Transformer::redirectCall(CallBase *OC, CallBase *VC, Function *Orig, const
       if (It != NodeMap->end()) CallerNode = It->second;
     }
     PoolRef P = CallerNode ? poolFor(CallerNode, Plan, PM) : PoolRef{};
-    Args.push_back(P.Pool ? P.Pool : ConstantPointerNull::get(PtrTy));
+    Pools.push_back(P.Pool ? P.Pool : ConstantPointerNull::get(PtrTy));
   }
+  return Pools;
+}
+
+void Transformer::promoteIndirectCall(CallBase *OC, CallBase *VC, Function *Orig, const PoolMap &PM,
+                                      const SCCPlan &Plan, const std::vector<Function *> &Callees) {
+  bool AnyClone = false;
+  for (Function *F : Callees) AnyClone |= Clones.count(F) != 0;
+  auto *Call = dyn_cast<CallInst>(VC);
+  if (!AnyClone || !Call) return;
+  // if (fp == f1) f1.hlpool(args, pools of f1) else if ... else fp(args): each callee gets
+  // the pools its own graph asks for (instead of the paper's merged equivalence-class graph).
+  Value *FP = Call->getCalledOperand();
+  BasicBlock *Head = Call->getParent();
+  BasicBlock *Join = Head->splitBasicBlock(Call, "hl.icall.join");
+  Head->getTerminator()->eraseFromParent();
+  Function *F = Head->getParent();
+  PHINode *Phi = Call->getType()->isVoidTy() ? nullptr : PHINode::Create(Call->getType(), Callees.size() + 1, "", Call);
+  SmallVector<Value *, 8> Args(Call->args());
+  BasicBlock *Cur = Head;
+  for (Function *Callee : Callees) {
+    BasicBlock *CallBB = BasicBlock::Create(Ctx, "hl.icall", F, Join);
+    BasicBlock *Next = BasicBlock::Create(Ctx, "hl.icall.next", F, Join);
+    IRBuilder<> B(Cur);
+    B.CreateCondBr(B.CreateICmpEQ(FP, Callee), CallBB, Next);
+    IRBuilder<> BC(CallBB);
+    BC.SetCurrentDebugLocation(Call->getDebugLoc());
+    SmallVector<Value *, 8> CallArgs(Args);
+    Function *Target = Callee;
+    auto CI = Clones.find(Callee);
+    if (CI != Clones.end()) {
+      Target = CI->second;
+      for (Value *P : poolArgs(Callee, Orig, BU.indirectNodeMap(OC, Callee), PM, Plan)) CallArgs.push_back(P);
+    }
+    CallInst *New = BC.CreateCall(Target, CallArgs);
+    New->setCallingConv(Call->getCallingConv());
+    New->setAttributes(Call->getAttributes());
+    BC.CreateBr(Join);
+    if (Phi) Phi->addIncoming(New, CallBB);
+    Cur = Next;
+  }
+  if (Phi) Call->replaceAllUsesWith(Phi);
+  Call->removeFromParent();
+  Call->insertInto(Cur, Cur->end()); // the analysis says unreachable; kept as the safe fallback
+  BranchInst::Create(Join, Cur);
+  if (Phi) Phi->addIncoming(Call, Cur);
+}
+
+void Transformer::redirectCall(CallBase *OC, CallBase *VC, Function *Orig, const PoolMap &PM, const SCCPlan &Plan) {
+  Function *Callee = dyn_cast<Function>(OC->getCalledOperand()->stripPointerCasts());
+  auto CI = Clones.find(Callee);
+  if (CI == Clones.end()) return;
+  SmallVector<Value *, 8> Args(VC->args());
+  for (Value *P : poolArgs(Callee, Orig, BU.nodeMap(OC), PM, Plan)) Args.push_back(P);
   Function *Clone = CI->second;
   CallBase *New;
   if (auto *Inv = dyn_cast<InvokeInst>(VC))
@@ -293,6 +349,10 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
       if (It == VMap->end() || !It->second) continue;
       VC = dyn_cast<CallBase>(&*It->second);
       if (!VC) continue;
+    }
+    if (const std::vector<Function *> *Fs = BU.indirectCallees(OC)) {
+      promoteIndirectCall(OC, VC, Orig, PM, Plan, *Fs);
+      continue;
     }
     if (BU.isResolvedCall(OC)) {
       redirectCall(OC, VC, Orig, PM, Plan);
