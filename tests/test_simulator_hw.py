@@ -205,3 +205,30 @@ def test_prefetches_take_time(model_test):
         shuffled[p:p + 64] = blk
     within = sim(model_test, chase_trace(shuffled), "--hw=yes")
     assert within["timing"]["cycles"] / n > 1.5 * per_one  # no direction to follow in a page
+
+
+def test_hw_estimate_separates_the_issue_case(build_dir, monkeypatch):
+    """issue 26's case end to end: health's objects in allocation order vs spread at random
+    over four arenas (libhlperturb). Natively several times slower (docs/simulator.md); the
+    latency-sum estimate rates them nearly equal, the --hw estimate well apart."""
+    import os
+    from heaplayout import paths
+    from heaplayout.simulate import SimOptions, format_result, perturb_env, run_simulation
+    argv = [str(paths.workload_binary("health")), "7", "20", "1"]
+    est: dict[tuple[str, str], dict] = {}
+    for mode in ("order", "random"):
+        env = perturb_env(mode)
+        lib = env.pop("LD_PRELOAD")
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        for variant, model in (("sum", {}), ("hw", {"hw": "yes"})):
+            est[(mode, variant)] = run_simulation(argv, SimOptions(allocator=lib, model=model),
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    hw = est[("order", "hw")]
+    assert hw["estimate"] == hw["timing"]["cycles"] + hw["fault_cycles"]
+    assert hw["config"]["timing"] == "mlp" and hw["config"]["pf_streamer"] and hw["walks"] > 0
+    assert "core timing" in format_result(hw)
+    assert "timing" not in est[("order", "sum")]
+    ratio = {v: est[("random", v)]["estimate"] / est[("order", v)]["estimate"] for v in ("sum", "hw")}
+    assert ratio["sum"] < 1.15, ratio
+    assert ratio["hw"] > 1.4, ratio
