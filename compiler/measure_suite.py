@@ -9,7 +9,8 @@ without pools) and `heaplayout cc` (`apa`). Then either
               the output of every run must equal the plain build's
   cachegrind  D1 and LL misses (--cache-sim=yes --LL=4194304,16,64) of glibc, mimalloc and
               apa on the small input
-and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind} [--rounds N] [names...]
+and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind} [--rounds N] [--maximal] [names...]
+(--maximal adds `heaplayout cc --collocate=maximal` builds to the timed variants).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ PRELOADS = {
 LL = "--LL=4194304,16,64"  # a realistic last level (FACTS.md: the default hides LL misses)
 
 
-def build(out: Path, w) -> dict[str, Path]:
+def build(out: Path, w, maximal: bool = False) -> dict[str, Path]:
     src = REPO / "workloads" / w.source
     common = ["-O2", "-g", f"-I{src.parent}", str(src), "-lpthread"]
     exes = {"glibc": out / f"{w.name}.glibc", "nopool": out / f"{w.name}.nopool", "apa": out / f"{w.name}.apa"}
@@ -48,6 +49,9 @@ def build(out: Path, w) -> dict[str, Path]:
         "nopool": [*cc, "--no-pool", *common, "-o", str(exes["nopool"])],
         "apa": [*cc, f"--stats-file={out / (w.name + '.stats')}", *common, "-o", str(exes["apa"])],
     }
+    if maximal:
+        exes["apa-maximal"] = out / f"{w.name}.apa-maximal"
+        cmds["apa-maximal"] = [*cc, "--collocate=maximal", *common, "-o", str(exes["apa-maximal"])]
     (out / f"{w.name}.stats").unlink(missing_ok=True)
     for name, cmd in cmds.items():
         subprocess.run(cmd, check=True, cwd=REPO)
@@ -81,6 +85,7 @@ def time_workload(w, exes: dict[str, Path], rounds: int) -> dict:
         **{a: (exes["glibc"], {"LD_PRELOAD": lib}) for a, lib in PRELOADS.items()},
         "nopool": (exes["nopool"], {}),
         "apa": (exes["apa"], {}),
+        **({"apa-maximal": (exes["apa-maximal"], {})} if "apa-maximal" in exes else {}),
     }
     names = list(variants)
     cpu: dict[str, list[float]] = {n: [] for n in names}
@@ -124,13 +129,14 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("mode", choices=["time", "cachegrind"])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--maximal", action="store_true", help="also time --collocate=maximal builds")
     ap.add_argument("names", nargs="*")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     for w in load_suite():
         if not w.source.endswith(".c") or (a.names and w.name not in a.names):
             continue
-        exes = build(a.out, w)
+        exes = build(a.out, w, a.maximal)
         if a.mode == "time":
             rec = time_workload(w, exes, a.rounds)
         else:

@@ -58,11 +58,11 @@ def compile_with(tmp: Path, name: str, sources: dict[str, str], *, pooled: bool,
     return out
 
 
-def emit_ir(tmp: Path, source: str, stats: Path | None = None) -> str:
+def emit_ir(tmp: Path, source: str, stats: Path | None = None, options: list[str] | None = None) -> str:
     f = tmp / "snippet.c"
     f.write_text(source)
     out = tmp / "snippet.ll"
-    ours = [f"--stats-file={stats}"] if stats else []
+    ours = ([f"--stats-file={stats}"] if stats else []) + (options or [])
     cmd = [sys.executable, "-m", "heaplayout.cli", "cc", *ours, "-O2", "-S", "-emit-llvm", str(f), "-o", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode == 0, r.stderr
@@ -427,10 +427,20 @@ def test_array_inside_a_struct_keeps_the_other_fields_apart(tmp_path: Path, plug
     assert same_behaviour(tmp_path, {"tree.c": EMBEDDED_ARRAY}, "12").strip()
 
 
+def test_maximal_ds_collocates_connected_nodes(tmp_path: Path, plugin: Path) -> None:
+    """APA section 6's MaximalDS: the tree and its payloads are connected, so one pool."""
+    ir = emit_ir(tmp_path, EMBEDDED_ARRAY, options=["--collocate=maximal"])
+    creates = re.findall(r"call void @pool(?:create|init_bp)\(", function_body(ir, "run"))
+    assert len(creates) == 1, function_body(ir, "run")
+
+
 def test_driver_flags() -> None:
     ours, rest = cc.split_options(["--stats", "--no-pool", "-O2", "-c", "a.c"])
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]
     assert not cc.links(["-O2", "-c", "a.c"]) and cc.links(["a.o", "-o", "a"]) and not cc.links(["--version"])
+    assert cc.split_options(["--collocate=maximal", "a.c"])[0]["collocate"] == "maximal"
+    with pytest.raises(ValueError):
+        cc.split_options(["--collocate=sideways", "a.c"])
 
 
 C_WORKLOADS = [w for w in load_suite() if w.source.endswith(".c")]

@@ -49,6 +49,7 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
       }
     hlapa::PlanOptions PO;
     PO.SelectivePA = hlapa::DefaultSelectivePA && !envIs1(hlapa::EnvNoSelective);
+    if (const char *C = std::getenv(hlapa::EnvCollocate)) PO.MaximalDS = std::strcmp(C, "maximal") == 0;
     hlapa::GlobalsGraph GG(M, BU, envIs1(hlapa::EnvWholeProgram));
     std::vector<hlapa::SCCPlan> Plans = hlapa::planPools(BU, GG, PO);
     hlapa::TransformOptions TO;

@@ -4,6 +4,8 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 
+#include <functional>
+
 using namespace llvm;
 
 namespace hlapa {
@@ -86,6 +88,32 @@ static SCCPlan planOne(const SCCInfo &S, unsigned Index, const GlobalsGraph &GGr
   return P;
 }
 
+// MaximalDS (APA section 6): local heap nodes of one owner joined by an edge share the pool
+// of one of them. Pools of arguments follow, because their owners collocate the same way.
+static void collocateMaximal(const DSGraph &G, SCCPlan &P) {
+  std::map<const DSNode *, const DSNode *> Parent;
+  std::function<const DSNode *(const DSNode *)> root = [&](const DSNode *N) {
+    while (Parent[N] != N) N = Parent[N] = Parent[Parent[N]];
+    return N;
+  };
+  for (auto &NP : P.Nodes)
+    if (NP.second.Kind == PoolKind::Local) Parent[NP.first] = NP.first;
+  for (DSNode *N : G.representatives()) {
+    auto From = P.Nodes.find(N);
+    if (From == P.Nodes.end() || From->second.Kind != PoolKind::Local) continue;
+    for (auto &E : N->Edges) {
+      auto To = P.Nodes.find(DSGraph::find(E.second.Node));
+      if (To == P.Nodes.end() || To->second.Kind != PoolKind::Local || To->second.Owner != From->second.Owner)
+        continue;
+      const DSNode *A = root(From->first), *B = root(To->first);
+      if (A != B) Parent[std::max(A, B, [](const DSNode *X, const DSNode *Y) { return X->Id < Y->Id; })] =
+          std::min(A, B, [](const DSNode *X, const DSNode *Y) { return X->Id < Y->Id; });
+    }
+  }
+  for (auto &NP : P.Nodes)
+    if (NP.second.Kind == PoolKind::Local) NP.second.Leader = root(NP.first);
+}
+
 std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const PlanOptions &Opts) {
   std::vector<SCCPlan> Plans;
   for (unsigned I = 0; I < BU.sccs().size(); ++I) {
@@ -102,6 +130,8 @@ std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const
           NP.second.Owner = nullptr;
         }
     }
+    for (auto &NP : P.Nodes) NP.second.Leader = NP.first;
+    if (Opts.MaximalDS) collocateMaximal(*S.Graph, P);
     Plans.push_back(std::move(P));
   }
   return Plans;

@@ -24,6 +24,7 @@ struct NodePlan {
   const char *Reason = "";            // for Malloc: why it stays there
   const llvm::Function *Owner = nullptr; // for Local
   const DSNode *GlobalNode = nullptr;    // for Global: its node in the globals graph
+  const DSNode *Leader = nullptr;        // for Local: the node whose pool it shares (itself by default)
 };
 
 struct SCCPlan {
@@ -37,6 +38,7 @@ struct SCCPlan {
 
 struct PlanOptions {
   bool SelectivePA = true; // APA 5(1): nodes no object points to stay on malloc
+  bool MaximalDS = false;  // APA 6: connected heap nodes share one pool (else one per node)
 };
 
 std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const PlanOptions &Opts);

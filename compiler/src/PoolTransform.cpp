@@ -332,7 +332,7 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
   Instruction *AfterAllocas = &*Entry.getFirstInsertionPt();
   while (isa<AllocaInst>(AfterAllocas)) AfterAllocas = AfterAllocas->getNextNode();
   for (auto &NP : Plan.Nodes) {
-    if (NP.second.Kind != PoolKind::Local || NP.second.Owner != Orig) continue;
+    if (NP.second.Kind != PoolKind::Local || NP.second.Owner != Orig || NP.second.Leader != NP.first) continue;
     auto *A = new AllocaInst(ArrayType::get(Type::getInt8Ty(Ctx), PoolDescriptorBytes), 0, nullptr,
                              Align(PoolDescriptorAlign), "hl.pool", &Entry.front());
     IRBuilder<> B(AfterAllocas);
@@ -341,6 +341,9 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
     PM[NP.first] = PoolRef{A, false, ""};
     Locals.push_back(A);
   }
+  for (auto &NP : Plan.Nodes) // collocated nodes share their leader's pool
+    if (NP.second.Kind == PoolKind::Local && NP.second.Owner == Orig && NP.second.Leader != NP.first)
+      if (auto L = PM.find(NP.second.Leader); L != PM.end()) PM[NP.first] = L->second;
 
   for (CallBase *OC : OrigCalls) {
     CallBase *VC = OC;

@@ -9,6 +9,8 @@ with an rpath). Its own options come first and start with `--hl-` or are `--stat
   --stats-file=PATH    append the pass's JSON lines to PATH (one per translation unit)
   --no-pool            compile without the plugin but link the runtime the same way
                        (the A/B baseline: same compiler, same allocator library)
+  --collocate=maximal  APA's MaximalDS heuristic: connected heap nodes of one function
+                       share one pool (default: one pool per data structure node)
   --global-pools       this translation unit is the whole program: give data structures
                        reachable from global variables pools (automatic when one command
                        compiles and links a single C source)
@@ -34,6 +36,8 @@ DEFAULT_COMPILER = "clang-16"  # the plugin is built against LLVM 16's C++ API
 STATS_ENV = "HEAPLAYOUT_CC_STATS"  # read by the plugin (compiler/src/Tunables.h)
 DISABLE_ENV = "HEAPLAYOUT_CC_DISABLE"
 WHOLE_PROGRAM_ENV = "HEAPLAYOUT_CC_WHOLE_PROGRAM"
+COLLOCATE_ENV = "HEAPLAYOUT_CC_COLLOCATE"
+COLLOCATIONS = ("node", "maximal")
 SOURCE_SUFFIXES = (".c", ".i")
 INPUT_SUFFIXES = (".o", ".a", ".so", ".obj", ".lo")
 NO_LINK_FLAGS = ("-c", "-S", "-E", "-M", "-MM", "-fsyntax-only")
@@ -55,7 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def split_options(argv: list[str]) -> tuple[dict[str, str | bool], list[str]]:
     """Our options (leading, before the compiler's) and the compiler's arguments."""
-    ours: dict[str, str | bool] = {"stats": False, "stats_file": "", "no_pool": False, "global_pools": False}
+    ours: dict[str, str | bool] = {"stats": False, "stats_file": "", "no_pool": False, "global_pools": False,
+                                   "collocate": "node"}
     rest = list(argv)
     while rest:
         a = rest[0]
@@ -67,6 +72,11 @@ def split_options(argv: list[str]) -> tuple[dict[str, str | bool], list[str]]:
             ours["no_pool"] = True
         elif a == "--global-pools":
             ours["global_pools"] = True
+        elif a.startswith("--collocate="):
+            value = a.split("=", 1)[1]
+            if value not in COLLOCATIONS:
+                raise ValueError(f"--collocate must be one of {', '.join(COLLOCATIONS)}, not {value!r}")
+            ours["collocate"] = value
         elif a == "--":
             rest.pop(0)
             break
@@ -143,7 +153,11 @@ def summarize(records: list[dict]) -> str:
 
 
 def run_driver(argv: list[str]) -> int:
-    ours, compiler_args = split_options(argv)
+    try:
+        ours, compiler_args = split_options(argv)
+    except ValueError as e:
+        print(f"heaplayout cc: {e}", file=sys.stderr)
+        return 2
     if not compiler_args:
         print(__doc__, file=sys.stderr)
         return 2
@@ -170,6 +184,7 @@ def run_driver(argv: list[str]) -> int:
         stats_path = Path(tmp.name) / "stats.jsonl"
     if stats_path is not None:
         env[STATS_ENV] = str(stats_path)
+    env[COLLOCATE_ENV] = str(ours["collocate"])
     if ours["global_pools"] or whole_program(compiler_args):
         env[WHOLE_PROGRAM_ENV] = "1"
     else:
