@@ -685,6 +685,7 @@ int hl_prefix_load(const struct hl_plan_spec *spec, const struct hl_plan_rule_sp
                    const struct hl_plan_slot_spec *slots, uint32_t *owner, const uintptr_t *bias,
                    const uint8_t *loaded);
 void *hl_prefix_alloc(size_t size, void *const *fp);  /* the slot of this allocation, or NULL */
+void *hl_prefix_try(size_t size, uintptr_t ra);      /* malloc's path for a cached one-frame site */
 void hl_prefix_count_realloc(void *const *fp);        /* a moving realloc counts at its site */
 int hl_prefix_first_frame(uintptr_t pc);  /* a rule of a site whose counter may still place starts at pc */
 int hl_prefix_live(void);                 /* some counter may still place */

@@ -160,6 +160,12 @@ static HL_NOINLINE __attribute__((noclone, optimize("omit-frame-pointer"))) void
   if (size > hl_state.opt.max_size &&
       atomic_load_explicit(&hl_state.policy, memory_order_relaxed) >= HL_POLICY_CALLSITE)
     return malloc_forward(size);
+  /* a PreFix site is never in the pop's cache while its counter may place: its own cache
+   * (prefix.c) saves it the full path's ~70 instructions when it takes its slot */
+  if (HL_UNLIKELY(hl_prefix_on)) {
+    void *p = hl_prefix_try(size, (uintptr_t)__builtin_return_address(0));
+    if (p != NULL) return p;
+  }
   return malloc_placing_full(size);
 }
 

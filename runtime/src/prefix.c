@@ -203,11 +203,14 @@ static void refuse(px_counter *c, _Atomic(uint64_t) *why) {
   }
 }
 
-/* Called only while hl_prefix_on: the slot for this allocation, or NULL. */
-void *hl_prefix_alloc(size_t size, void *const *fp) {
-  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) != HL_POLICY_PLAN) return NULL;
-  uint16_t site = site_of(fp);
-  if (site == 0) return NULL;
+/* The return address whose allocation hl_prefix_try counted without placing it, so that the
+ * full path it goes on to does not count it again (0: none). Only allocations at that same
+ * return address could see a stale value, and each of them passes hl_prefix_try first,
+ * which resets it. */
+static __thread uintptr_t counted_ra __attribute__((tls_model("initial-exec")));
+
+/* The allocation's value on site's counter, and its slot when it has one. */
+static void *place(uint16_t site, size_t size) {
   px_counter *c = &px.counters[px.site_counter[site]];
   uint64_t v = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
   if (HL_UNLIKELY(v > c->last)) {
@@ -238,6 +241,34 @@ void *hl_prefix_alloc(size_t size, void *const *fp) {
   px.requested[s] = (uint32_t)size;
   stat_add(&px.taken);
   return (void *)(px.base + px.offset[s]);
+}
+
+/* Called only while hl_prefix_on: the slot for this allocation, or NULL. */
+void *hl_prefix_alloc(size_t size, void *const *fp) {
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) != HL_POLICY_PLAN) return NULL;
+  if (HL_UNLIKELY(counted_ra != 0) && counted_ra == hl_caller_frame(fp).pc) {
+    counted_ra = 0; /* hl_prefix_try counted it */
+    return NULL;
+  }
+  uint16_t site = site_of(fp);
+  if (site == 0) return NULL;
+  return place(site, size);
+}
+
+/* malloc's PreFix path (interpose.c, malloc_missed), taken before the full path: a return
+ * address this thread has identified as a one-frame site (the per-thread cache that site_of
+ * fills) is counted and placed here, with no frame to find, no policy dispatch, no rule
+ * table probe. A plan by call site (docs/prefix.md) has only such sites. NULL: not placed;
+ * the full path then places the object elsewhere (counted_ra tells it the counting is done)
+ * or, for a return address not cached, identifies it. */
+void *hl_prefix_try(size_t size, uintptr_t ra) {
+  counted_ra = 0;
+  uint32_t slot = site_slot(ra);
+  if (site_cache[slot].pc != ra || site_cache[slot].site == 0) return NULL;
+  if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) != HL_POLICY_PLAN) return NULL;
+  void *p = place(site_cache[slot].site, size);
+  if (p == NULL) counted_ra = ra;
+  return p;
 }
 
 /* realloc(p, n) with p and n not 0 made a new object in the profile (the profiler's realloc
