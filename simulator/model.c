@@ -341,6 +341,13 @@ static void streamer_train(hs_model *m, hs_u64 addr) {
   int d = off - e->last;
   if (!d) return;
   int dir = d > 0 ? 1 : -1;
+  if ((d > 0 ? d : -d) > HS_STREAMER_WINDOW) {
+    /* a jump is no stream: lines visited out of order within the page train nothing */
+    e->last = e->upto = off;
+    e->dir = 0;
+    e->conf = 0;
+    return;
+  }
   if (dir == e->dir) {
     e->conf++;
   } else {

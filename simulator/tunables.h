@@ -19,6 +19,8 @@
 #define HS_STREAMER_ENTRIES 32  /* Intel's L2 streamer tracks 32 streams, one 4 KiB page each */
 #define HS_STREAMER_DIST 4      /* lines kept ahead: a dependent chase over sequential lines runs at 1/4 of the
                                    memory latency per line on these VMs, twice as fast over 4 streams (chase_latency.c) */
+#define HS_STREAMER_WINDOW 4     /* a move of more lines within the page breaks the stream: lines shuffled
+                                   within pages run 3.6x a sequential chase natively (chase_latency.c) */
 #define HS_STREAMER_DEGREE 2    /* new prefetches per access on a confirmed stream */
 #define HS_STREAMER_CONFIRM 2   /* accesses in one direction before the stream is trusted */
 /* the adjacent-line prefetcher completes the 128-byte pair on an L2 miss: no parameter */
