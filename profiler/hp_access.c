@@ -88,14 +88,78 @@ static void hp_on_store32(Addr a, UWord l0, UWord l1, UWord l2, UWord l3)
    store_lanes(a, 32, lane, 4);
 }
 
+/* Consecutive accesses of one superblock through one base register (fields of one struct:
+ * p->a, p->b, p->c) call one helper for the group. When every access's first byte lies in
+ * the object of the first, counting them at once is exactly what separate calls would do:
+ * after the first access, the others are deduplicated by the affinity queue and collapsed by
+ * the stream, so only their counters remain. Otherwise each is handled on its own, in order.
+ * desc holds GROUP_MAX members of 21 bits: offset from base (int16), size code (3 bits, 7 =
+ * no member), kind (2 bits: 0 load, 1 store, 2 an 8-byte store whose value is `value`). */
+#define GROUP_MAX 3
+static const UInt code_size[8] = { 1, 2, 4, 8, 16, 32, 0, 0 };
+
+static VG_REGPARM(3) void hp_on_group(Addr base, ULong desc, UWord value)
+{
+   if (UNLIKELY(!hp_sample_on)) return;   /* the guard admits a few addresses just below the heap */
+   Addr at[GROUP_MAX] = { 0 };
+   UInt sz[GROUP_MAX];
+   Int kind[GROUP_MAX];
+   Int n = 0;
+   for (; n < GROUP_MAX; n++) {
+      ULong d = desc >> (21 * n);
+      UInt code = (d >> 16) & 7;
+      if (code == 7) break;
+      at[n] = base + (Addr)(Long)(Short)(d & 0xffff);
+      sz[n] = code_size[code];
+      kind[n] = (d >> 19) & 3;
+   }
+   HpObj* o = hp_map_find(at[0]);
+   Bool same = o != NULL;
+   for (Int i = 1; same && i < n; i++) same = at[i] - o->addr < o->size;
+   if (LIKELY(same)) {
+      for (Int i = 0; i < n; i++) {
+         if (kind[i] == 0) {
+            o->loads++;
+            o->lbytes += sz[i];
+         } else {
+            o->stores++;
+            o->sbytes += sz[i];
+            if (kind[i] == 2 && hp_opt.pointer_edges && value - hp_heap_lo < hp_heap_span)
+               hp_edges_store(o, at[i], value);
+         }
+      }
+      hp_clock += n;
+      after_access(o, sz[0]);
+      return;
+   }
+   for (Int i = 0; i < n; i++) {
+      if (kind[i] == 0) hp_on_load(at[i], sz[i]);
+      else if (kind[i] == 1) hp_on_store(at[i], sz[i]);
+      else hp_on_store8(at[i], value);
+   }
+}
+
 void hp_access_init_progress(void)
 {
    if (hp_opt.progress) next_progress = hp_opt.progress;
 }
 
 typedef struct {
+   Int kind;              /* as add_event's */
+   Int off;               /* from the group's base temp */
+   UInt size;
+   IRExpr* addr;          /* the access's own address, for a group of one */
+   IRExpr* arg;           /* add_event's arg: size, or the stored value (kind 2) */
+} Member;
+
+typedef struct {
    IRSB* sb;
    IRTemp lo, span;
+   IRTemp* root;          /* per temp: the temp it is a constant offset from (itself if none) */
+   Long* root_off;
+   IRTemp base;           /* the open group: base temp and members */
+   Int n;
+   Member m[GROUP_MAX];
 } Instr;
 
 static IRExpr* heap_guard(Instr* in, IRExpr* addr)
@@ -155,6 +219,76 @@ static void add_event(Instr* in, Int kind, IRExpr* addr, IRExpr* arg, IRExpr* gu
    addStmtToIRSB(in->sb, IRStmt_Dirty(di));
 }
 
+static UInt size_code(UInt sz)
+{
+   for (UInt c = 0; c < 6; c++) if (code_size[c] == sz) return c;
+   return 7;
+}
+
+/* Emits the open group: one helper for two or more members, the plain helper for one. */
+static void flush_group(Instr* in)
+{
+   if (in->n == 0) return;
+   if (in->n == 1) {
+      add_event(in, in->m[0].kind, in->m[0].addr, in->m[0].arg, NULL);
+      in->n = 0;
+      return;
+   }
+   IRTypeEnv* env = in->sb->tyenv;
+   Long lo_off = in->m[0].off, hi_end = 0;
+   ULong desc = ~0ULL;
+   IRExpr* value = mkIRExpr_HWord(0);
+   for (Int i = 0; i < in->n; i++) {
+      Member* mb = &in->m[i];
+      if (mb->off < lo_off) lo_off = mb->off;
+      if (mb->off + (Long)mb->size > hi_end) hi_end = mb->off + mb->size;
+      ULong d = ((ULong)(UShort)(Short)mb->off) | ((ULong)size_code(mb->size) << 16) | ((ULong)mb->kind << 19);
+      desc &= ~(0x1fffffULL << (21 * i));
+      desc |= d << (21 * i);
+      if (mb->kind == 2) value = mb->arg;
+   }
+   /* guard: the group's bytes [base+lo_off, base+hi_end) may overlap the heap span, i.e.
+    * base+lo_off lies in [lo - ext, lo + span) with ext = hi_end - lo_off */
+   ULong ext = (ULong)(hi_end - lo_off);
+   if (in->lo == IRTemp_INVALID) (void)heap_guard(in, IRExpr_Const(IRConst_U64(0)));
+   IRTemp a = newIRTemp(env, Ity_I64), d = newIRTemp(env, Ity_I64), lim = newIRTemp(env, Ity_I64);
+   IRTemp g = newIRTemp(env, Ity_I1);
+   addStmtToIRSB(in->sb, IRStmt_WrTmp(a, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(in->base),
+                                                      IRExpr_Const(IRConst_U64((ULong)lo_off + ext)))));
+   addStmtToIRSB(in->sb, IRStmt_WrTmp(d, IRExpr_Binop(Iop_Sub64, IRExpr_RdTmp(a), IRExpr_RdTmp(in->lo))));
+   addStmtToIRSB(in->sb, IRStmt_WrTmp(lim, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(in->span),
+                                                        IRExpr_Const(IRConst_U64(ext)))));
+   addStmtToIRSB(in->sb, IRStmt_WrTmp(g, IRExpr_Binop(Iop_CmpLT64U, IRExpr_RdTmp(d), IRExpr_RdTmp(lim))));
+   IRDirty* di = unsafeIRDirty_0_N(3, "hp_on_group", VG_(fnptr_to_fnentry)(hp_on_group),
+                                   mkIRExprVec_3(IRExpr_RdTmp(in->base), IRExpr_Const(IRConst_U64(desc)), value));
+   di->guard = IRExpr_RdTmp(g);
+   addStmtToIRSB(in->sb, IRStmt_Dirty(di));
+   in->n = 0;
+}
+
+/* A load or store that may join the open group (kind 0, 1 or 2 as add_event's). */
+static void group_access(Instr* in, Int kind, IRExpr* addr, IRExpr* arg, UInt size)
+{
+   IRTemp base = IRTemp_INVALID;
+   Long off = 0;
+   if (addr->tag == Iex_RdTmp) {
+      base = in->root[addr->Iex.RdTmp.tmp];
+      off = in->root_off[addr->Iex.RdTmp.tmp];
+   }
+   Bool joinable = base != IRTemp_INVALID && off >= -32768 && off <= 32767 && size_code(size) != 7;
+   if (in->n > 0) {
+      Bool fits = joinable && base == in->base && in->n < GROUP_MAX;
+      for (Int i = 0; fits && i < in->n; i++) if (kind == 2 && in->m[i].kind == 2) fits = False;
+      if (!fits) flush_group(in);
+   }
+   if (!joinable) {
+      add_event(in, kind, addr, arg, NULL);
+      return;
+   }
+   in->base = base;
+   in->m[in->n++] = (Member){ .kind = kind, .off = (Int)off, .size = size, .addr = addr, .arg = arg };
+}
+
 static inline Bool on_stack(const Bool* sp_based, IRExpr* addr)
 {
    return addr->tag == Iex_RdTmp && sp_based[addr->Iex.RdTmp.tmp];
@@ -173,6 +307,10 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
    Bool* sp_based = ntemps <= 256 ? sp_small : VG_(malloc)("hp.spbased", ntemps);
    VG_(memset)(sp_based, 0, ntemps);
    in.lo = in.span = IRTemp_INVALID;
+   in.root = VG_(malloc)("hp.root", (ntemps ? ntemps : 1) * sizeof(IRTemp));
+   in.root_off = VG_(malloc)("hp.rootoff", (ntemps ? ntemps : 1) * sizeof(Long));
+   for (Int t = 0; t < ntemps; t++) { in.root[t] = t; in.root_off[t] = 0; }
+   in.n = 0;
    Int i = 0;
    while (i < bbIn->stmts_used && bbIn->stmts[i]->tag != Ist_IMark) {
       addStmtToIRSB(in.sb, bbIn->stmts[i]);
@@ -191,8 +329,19 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
                   && data->Iex.Binop.arg2->tag == Iex_Const)
             sp_based[st->Ist.WrTmp.tmp] = True;
          else if (data->tag == Iex_Load && !on_stack(sp_based, data->Iex.Load.addr))
-            add_event(&in, 0, data->Iex.Load.addr,
-                      mkIRExpr_HWord(sizeofIRType(data->Iex.Load.ty)), NULL);
+            group_access(&in, 0, data->Iex.Load.addr, mkIRExpr_HWord(sizeofIRType(data->Iex.Load.ty)),
+                         sizeofIRType(data->Iex.Load.ty));
+         if (data->tag == Iex_Binop && (data->Iex.Binop.op == Iop_Add64 || data->Iex.Binop.op == Iop_Sub64)
+             && data->Iex.Binop.arg1->tag == Iex_RdTmp && data->Iex.Binop.arg2->tag == Iex_Const
+             && data->Iex.Binop.arg2->Iex.Const.con->tag == Ico_U64) {
+            IRTemp b = data->Iex.Binop.arg1->Iex.RdTmp.tmp;
+            Long c = (Long)data->Iex.Binop.arg2->Iex.Const.con->Ico.U64;
+            in.root[st->Ist.WrTmp.tmp] = in.root[b];
+            in.root_off[st->Ist.WrTmp.tmp] = in.root_off[b] + (data->Iex.Binop.op == Iop_Add64 ? c : -c);
+         } else if (data->tag == Iex_RdTmp) {
+            in.root[st->Ist.WrTmp.tmp] = in.root[data->Iex.RdTmp.tmp];
+            in.root_off[st->Ist.WrTmp.tmp] = in.root_off[data->Iex.RdTmp.tmp];
+         }
          break;
       }
       case Ist_Store: {
@@ -200,21 +349,24 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
          IRExpr* data = st->Ist.Store.data;
          IRType ty = typeOfIRExpr(bbIn->tyenv, data);
          if (ty == Ity_I64)
-            add_event(&in, 2, st->Ist.Store.addr, data, NULL);
+            group_access(&in, 2, st->Ist.Store.addr, data, 8);
          else if ((ty == Ity_V128 || ty == Ity_V256) && hp_opt.pointer_edges &&
-                  (data->tag == Iex_RdTmp || data->tag == Iex_Const))
+                  (data->tag == Iex_RdTmp || data->tag == Iex_Const)) {
+            flush_group(&in);
             add_vector_store(&in, st->Ist.Store.addr, data, ty);
-         else
-            add_event(&in, 1, st->Ist.Store.addr, mkIRExpr_HWord(sizeofIRType(ty)), NULL);
+         } else
+            group_access(&in, 1, st->Ist.Store.addr, mkIRExpr_HWord(sizeofIRType(ty)), sizeofIRType(ty));
          break;
       }
       case Ist_StoreG: {
+         flush_group(&in);
          IRStoreG* sg = st->Ist.StoreG.details;
          IRType ty = typeOfIRExpr(bbIn->tyenv, sg->data);
          add_event(&in, 1, sg->addr, mkIRExpr_HWord(sizeofIRType(ty)), sg->guard);
          break;
       }
       case Ist_LoadG: {
+         flush_group(&in);
          IRLoadG* lg = st->Ist.LoadG.details;
          IRType tres = Ity_INVALID, tload = Ity_INVALID;
          typeOfIRLoadGOp(lg->cvt, &tres, &tload);
@@ -222,6 +374,7 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
          break;
       }
       case Ist_CAS: {
+         flush_group(&in);
          IRCAS* cas = st->Ist.CAS.details;
          IRType ty = typeOfIRExpr(bbIn->tyenv, cas->dataLo);
          Int sz = sizeofIRType(ty) * (cas->dataHi ? 2 : 1);
@@ -233,6 +386,7 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
          break;
       }
       case Ist_Dirty: {
+         flush_group(&in);
          IRDirty* d = st->Ist.Dirty.details;
          if (d->mFx != Ifx_None && d->mAddr) {
             if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
@@ -242,11 +396,17 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
          }
          break;
       }
+      case Ist_Exit:
+         flush_group(&in);   /* members after a taken exit must not be counted */
+         break;
       default:
          break;
       }
       addStmtToIRSB(in.sb, st);
    }
+   flush_group(&in);
+   VG_(free)(in.root);
+   VG_(free)(in.root_off);
    if (sp_based != sp_small) VG_(free)(sp_based);
    return in.sb;
 }
