@@ -49,10 +49,13 @@ VARIANTS: dict[str, dict[str, str]] = {
 
 
 class Target:
-    """One program run: its command line, stdin, and whether perturbations reuse freed blocks."""
+    """One program run: its command line, stdin, extra environment, and whether perturbations
+    reuse freed blocks."""
 
-    def __init__(self, name: str, argv: list[str], stdin: Path | None = None, reuse: bool = False):
+    def __init__(self, name: str, argv: list[str], stdin: Path | None = None, reuse: bool = False,
+                 env: dict[str, str] | None = None):
         self.name, self.argv, self.stdin, self.reuse = name, argv, stdin, reuse
+        self.env = dict(env or {})
 
 
 def layout_env(layout: str, reuse: bool, plan: Path | None) -> tuple[SimOptions, dict[str, str]]:
@@ -105,9 +108,10 @@ def collect_target(t: Target, layouts: list[str], variants: list[str], rounds: i
         setups = {}
         for lay in layouts:
             try:
-                setups[lay] = layout_env(lay, t.reuse, plan)
+                opts, extra = layout_env(lay, t.reuse, plan)
             except ValueError:
                 continue
+            setups[lay] = (opts, {**t.env, **extra})
         for lay, (opts, extra) in setups.items():
             row = out["layouts"].setdefault(lay, {"cpu": [], "wall": [], "sim": {}})
             for v in variants:
@@ -204,7 +208,7 @@ def targets(args: argparse.Namespace) -> list[Target]:
             if p.threads > 1:
                 continue  # one execution of several under Valgrind; not comparable run to run
             d = write_input(p, "train", root)
-            out.append(Target(p.name, p.argv(d), p.stdin_path(d), reuse=True))
+            out.append(Target(p.name, p.argv(d), p.stdin_path(d), reuse=True, env=p.env))
     return out
 
 
