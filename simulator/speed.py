@@ -6,7 +6,9 @@ helper process (the default) and in the tool's own process (--oracle-in-process)
 column is valgrind with no tool (--tool=none): the floor any Valgrind tool starts from, which
 on inputs of a few tens of milliseconds is mostly valgrind's start-up. Prints a markdown table.
 
-    python3 simulator/speed.py [--input small] [NAME ...]
+    python3 simulator/speed.py [--input small] [--setups none,model,contexts,oracle,inproc,hw] [NAME ...]
+
+`hw` is the model with issue 26's native-time parts (`--hw yes`); it is not in the default set.
 """
 
 from __future__ import annotations
@@ -38,33 +40,41 @@ def main() -> int:
     ap.add_argument("names", nargs="*")
     ap.add_argument("--input", default="small")
     ap.add_argument("--reps", type=int, default=1, help="simulated runs per set-up (best is kept)")
+    ap.add_argument("--setups", default="none,model,contexts,oracle,inproc",
+                    help="columns: none (valgrind, no tool), model, contexts, oracle, inproc, hw")
     args = ap.parse_args()
+    setups = args.setups.split(",")
     suite = [w for w in load_suite() if not args.names or w.name in args.names]
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    print("| workload | native s | valgrind, no tool | model only (default) | + objects, call sites (--contexts) "
-          "| + oracle (helper) | + oracle (in-process) |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    ratios = {"n": [], "m": [], "d": [], "o": [], "i": []}
+    names = {"none": "valgrind, no tool", "model": "model only (default)",
+             "contexts": "+ objects, call sites (--contexts)", "oracle": "+ oracle (helper)",
+             "inproc": "+ oracle (in-process)", "hw": "model --hw yes"}
+    options = {"model": SimOptions(contexts=False), "contexts": SimOptions(contexts=True),
+               "oracle": SimOptions(oracle=True), "inproc": SimOptions(oracle=True, oracle_helper=False),
+               "hw": SimOptions(contexts=False, model={"hw": "yes"})}
+    print("| workload | native s | " + " | ".join(names[k] for k in setups) + " |")
+    print("|---|---:|" + "---:|" * len(setups))
+    ratios: dict[str, list[float]] = {k: [] for k in setups}
     for w in suite:
         argv = w.argv(args.input)
         nat = wall(lambda: subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), 3)
-        t = wall(lambda: subprocess.run(["valgrind", "-q", "--tool=none", *argv], env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL), args.reps)
-        ratios["n"].append(t / nat)
-        row = [f"{t:.2f} s ({t / nat:.0f}x)"]
-        for key, opts in (("m", SimOptions(contexts=False)), ("d", SimOptions(contexts=True)),
-                          ("o", SimOptions(oracle=True)), ("i", SimOptions(oracle=True, oracle_helper=False))):
-            t = wall(lambda: run_simulation(argv, opts, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-                     args.reps)
+        row = []
+        for key in setups:
+            if key == "none":
+                t = wall(lambda: subprocess.run(["valgrind", "-q", "--tool=none", *argv], env=env,
+                                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), args.reps)
+            else:
+                opts = options[key]
+                t = wall(lambda: run_simulation(argv, opts, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
+                         args.reps)
             ratios[key].append(t / nat)
             row.append(f"{t:.2f} s ({t / nat:.0f}x)")
         print(f"| {w.name} | {nat:.3f} | " + " | ".join(row) + " |", flush=True)
-    for key, name in (("n", "valgrind, no tool"), ("m", "model only"), ("d", "contexts"), ("o", "oracle (helper)"),
-                      ("i", "oracle (in-process)")):
+    for key in setups:
         r = sorted(ratios[key])
         if r:
-            print(f"\n{name}: median {r[len(r) // 2]:.0f}x, max {r[-1]:.0f}x", end="")
+            print(f"\n{names[key]}: median {r[len(r) // 2]:.0f}x, max {r[-1]:.0f}x", end="")
     print()
     return 0
 
