@@ -47,6 +47,8 @@ CONFIGS: dict[str, list[str] | None] = {
     "noobj": ["--objects=none"],
     "bare": ["--affinity=no", "--pointer-edges=no", "--stream-max=0", "--objects=none"],
     "sample": ["--sample=yes"],
+    "sample100k": ["--sample=yes", "--sample-window=100000"],   # short runs: 10x more windows
+    "fullcc": ["--context-cache=yes"],
     "base": [],   # the full profile under --base-lib (another build of hlprof), for before/after rounds
 }
 
@@ -135,6 +137,7 @@ def main() -> int:
     ap.add_argument("--suite-input", default="ref", choices=("small", "ref"))
     ap.add_argument("--configs", default="none,full", help=f"comma-separated, of: {', '.join(CONFIGS)}")
     ap.add_argument("--tool-opt", action="append", default=[], help="extra hlprof option for every hlprof config")
+    ap.add_argument("--lib", metavar="DIR", help="VALGRIND_LIB of hlprof (default: the build's profiler/lib)")
     ap.add_argument("--base-lib", metavar="DIR", help="VALGRIND_LIB of the build that config 'base' runs")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--inputs-dir", default=str(Path(tempfile.gettempdir()) / "hlprof-scale-inputs"))
@@ -148,7 +151,7 @@ def main() -> int:
             ap.error(f"unknown config {c!r}")
     if "base" in configs and not args.base_lib:
         ap.error("config 'base' needs --base-lib")
-    lib = paths.build_dir() / "profiler" / "lib"
+    lib = Path(args.lib) if args.lib else paths.build_dir() / "profiler" / "lib"
     if not (lib / "hlprof-amd64-linux").exists():
         print(f"hlprof not built in {lib}", file=sys.stderr)
         return 2

@@ -49,6 +49,7 @@ typedef struct {
    Bool affinity;
    ULong graph_max;       /* keys kept per graph (affinity, pointer edges, neighbours); 0 = no cap */
    ULong objects_max;     /* O records written at most; 0 = no cap */
+   Bool context_cache;    /* contexts by their innermost return addresses (hp_ctxcache.c) */
    Bool sample;           /* time-window sampling (hp_sample.c) */
    UInt sample_period;    /* R: one window in R is profiled */
    ULong sample_window;   /* window length in executed superblocks */
@@ -113,6 +114,9 @@ extern Addr  hp_heap_lo;       /* every tracked block lies in [lo, lo+span) */
 extern ULong hp_heap_span;
 
 HpObj* hp_map_find(Addr a);
+HpCtx* hp_context_unwind(ThreadId tid, HChar kind);  /* the full unwind: always exact */
+HpCtx* hp_context_of(ThreadId tid, HChar kind);      /* through the context cache when on */
+void hp_ctxcache_fini(void);                         /* its Z records */
 void hp_obj_unref(HpObj* o);
 void hp_alloc_init(void);
 void hp_alloc_start(void);     /* after the options are read */

@@ -225,7 +225,7 @@ static UInt reduce_frames(const Addr* raw, UInt n, Addr* ips, Bool* stopped)
    return k;
 }
 
-static HpCtx* get_context(ThreadId tid, HChar kind)
+HpCtx* hp_context_unwind(ThreadId tid, HChar kind)
 {
    Addr raw[512];
    Addr ips[256];
@@ -337,7 +337,7 @@ static void count_neighbour(ThreadId tid, UInt cid)
 
 static void record_block(ThreadId tid, void* p, SizeT size, HChar kind)
 {
-   HpCtx* c = get_context(tid, kind);
+   HpCtx* c = hp_context_of(tid, kind);
    count_neighbour(tid, c->id);
    HpObj* o = VG_(allocEltPA)(obj_pool);
    VG_(memset)(o, 0, sizeof *o);

@@ -23,6 +23,7 @@ HpOptions hp_opt = {
 };
 
 static const HChar* objects_arg = "all";
+static Bool context_cache_set;   /* --context-cache given; else it follows --sample */
 static Bool out_ok;
 
 void hp_access_init_progress(void);
@@ -44,6 +45,7 @@ static Bool hp_process_cmd_line_option(const HChar* arg)
    else if VG_BINT_CLO(arg, "--graph-max", l, 0, 1LL << 40) { hp_opt.graph_max = l; }
    else if VG_BINT_CLO(arg, "--objects-max", l, 0, 1LL << 50) { hp_opt.objects_max = l; }
    else if VG_BOOL_CLO(arg, "--sample", hp_opt.sample) {}
+   else if VG_BOOL_CLO(arg, "--context-cache", hp_opt.context_cache) { context_cache_set = True; }
    else if VG_BINT_CLO(arg, "--sample-period", l, 1, 1 << 20) { hp_opt.sample_period = l; }
    else if VG_BINT_CLO(arg, "--sample-window", l, 1000, 1LL << 40) { hp_opt.sample_window = l; }
    else if VG_BINT_CLO(arg, "--sample-seed", l, 0, 1LL << 62) { hp_opt.sample_seed = l; }
@@ -74,6 +76,7 @@ static void hp_print_usage(void)
 "    --affinity=yes|no         build the affinity graph [yes]\n"
 "    --graph-max=<n>           keys kept per graph (affinity, pointer edges, neighbours), 0 = no cap [4194304]\n"
 "    --objects-max=<n>         O records written at most, 0 = no cap [10000000]\n"
+"    --context-cache=yes|no    contexts by their 16 innermost frames, checked every 16th use [= --sample]\n"
 "    --sample=yes|no           profile accesses in one time window of every period [no]\n"
 "    --sample-period=<r>       one window in r is profiled; counts are written times r [10]\n"
 "    --sample-window=<n>       window length in executed superblocks [1000000]\n"
@@ -114,6 +117,7 @@ static void write_header(void)
    hp_out_printf("H max_object_size %llu\n", hp_opt.max_object_size);
    hp_out_printf("H stream_max %llu\n", hp_opt.stream_max);
    hp_out_printf("H graph_max %llu\n", hp_opt.graph_max);
+   hp_out_printf("H context_cache %d\n", hp_opt.context_cache ? 1 : 0);
    hp_out_printf("H objects_max %llu\n", hp_opt.objects_max);
    hp_out_printf("H objects %s\n", objects_arg);
    hp_out_printf("H affinity %d\n", hp_opt.affinity ? 1 : 0);
@@ -132,6 +136,7 @@ static void write_header(void)
 
 static void hp_post_clo_init(void)
 {
+   if (!context_cache_set) hp_opt.context_cache = hp_opt.sample;
    HChar* path = VG_(expand_file_name)("--out-file", hp_opt.out_file);
    out_ok = hp_out_open(path);
    if (!out_ok) {
@@ -161,6 +166,7 @@ static void hp_fini(Int exitcode)
    hp_out_printf("Z contexts %u\n", hp_ncontexts);
    hp_out_printf("Z affinity_pairs %llu\n", hp_est(hp_affinity_pairs));
    hp_sample_fini();
+   hp_ctxcache_fini();
    /* the walk's work, for the cost tables (docs/results.md): raw, not estimates */
    hp_out_printf("Z affinity_walks %llu\n", hp_stat_aff_walks);
    hp_out_printf("Z affinity_walk_entries %llu\n", hp_stat_aff_entries);

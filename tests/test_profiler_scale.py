@@ -148,3 +148,24 @@ def test_caps_are_reported_and_respected(build_dir: Path, tmp_path: Path) -> Non
     full = read_profile(profile(tmp_path, [str(exe)], name="full.prof"), with_stream=False)
     assert full.header["graph_max"] == "4194304" and len(full.neighbours) == 2
     assert not any(k.endswith("_dropped_adds") for k in full.summary)
+
+
+def test_context_cache_gives_the_unwound_contexts(build_dir: Path, tmp_path: Path) -> None:
+    """cxx_dom (C++, operator new through libstdc++): with the cache every allocation lands
+    at the context a full unwind gives, and the checks it made found no disagreement."""
+    exe = build_dir / "workloads" / "fp" / "cxx_dom"
+    if not exe.exists():
+        pytest.fail(f"the cxx_dom workload is not built in {build_dir}: run scripts/build.sh")
+    argv = [str(exe), "10000", "12"]  # the suite's small input
+    plain = read_profile(profile(tmp_path, argv, "--no-affinity", name="u.prof"), with_stream=False,
+                         with_objects=False)
+    cached = read_profile(profile(tmp_path, argv, "--no-affinity", "--context-cache", name="c.prof"),
+                          with_stream=False, with_objects=False)
+    assert plain.header["context_cache"] == "0" and cached.header["context_cache"] == "1"
+    assert "context_cache_hits" not in plain.summary
+    s = cached.summary
+    assert s["context_cache_hits"] > 10 * s["context_cache_misses"] > 0  # the cache is used
+    assert s["context_cache_checks"] > 0 and s["context_cache_mismatches"] == 0
+    pk = {plain.context_key(c): (c.objects, c.bytes, c.loads, c.stores) for c in plain.contexts.values()}
+    ck = {cached.context_key(c): (c.objects, c.bytes, c.loads, c.stores) for c in cached.contexts.values()}
+    assert pk == ck

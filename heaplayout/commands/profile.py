@@ -66,6 +66,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --sample: window length in executed superblocks (default 1000000; a short run "
                    "needs a shorter window to get enough profiled windows)")
     p.add_argument("--sample-seed", type=int, metavar="S", help="with --sample: which window of each period (default 1)")
+    p.add_argument("--context-cache", action=argparse.BooleanOptionalAction, default=None,
+                   help="look contexts up by the 16 innermost frames, a full unwind checking every 16th use "
+                   "(default: on with --sample, off otherwise; mismatches are counted in the profile)")
     p.add_argument("--graph-max", type=int, metavar="N",
                    help="keys kept per graph (affinity, pointer edges, neighbours); later new keys are dropped "
                    "and counted (default 4194304, 0 = no cap)")
@@ -97,6 +100,8 @@ def tool_argv(args: argparse.Namespace, out: str) -> list[str]:
         argv.append("--affinity=no")
     if getattr(args, "sample", False):
         argv.append("--sample=yes")
+    if getattr(args, "context_cache", None) is not None:
+        argv.append(f"--context-cache={'yes' if args.context_cache else 'no'}")
     if args.log_file:
         argv.append(f"--log-file={os.path.abspath(args.log_file)}")
     return argv
