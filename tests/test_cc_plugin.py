@@ -389,6 +389,7 @@ def test_whole_program_detection() -> None:
     assert not cc.whole_program(["-O2", "a.c", "b.c", "-o", "a"])
     assert not cc.whole_program(["-O2", "a.c", "b.o", "-o", "a"])
     assert not cc.whole_program(["-O2", "-c", "a.c"])
+    assert not cc.whole_program(["-O2", "-shared", "-fPIC", "a.c", "-o", "liba.so"])
 
 
 EMBEDDED_ARRAY = r"""

@@ -3,7 +3,7 @@
 Usable as `CC="heaplayout cc"` (or `CC=compiler/bin/heaplayout-cc`): every argument goes to
 clang-16 unchanged; the driver adds `-fpass-plugin=<build>/compiler/libHeapLayoutAPA.so`
 and, when the command links, the runtime that implements the pool API (libheaplayout.so,
-with an rpath). Its own options come first and start with `--hl-` or are `--stats`:
+with an rpath). Its own options come first, before any of the compiler's:
 
   --stats              print what the pass did to each translation unit (stderr)
   --stats-file=PATH    append the pass's JSON lines to PATH (one per translation unit)
@@ -96,8 +96,8 @@ def links(compiler_args: list[str]) -> bool:
 def whole_program(compiler_args: list[str]) -> bool:
     """One command that compiles exactly one C source and links it with nothing else of ours:
     that translation unit is the whole program (libraries only see what it hands them)."""
-    if not links(compiler_args):
-        return False
+    if not links(compiler_args) or any(a in ("-shared", "-r", "-Wl,-r") for a in compiler_args):
+        return False  # a library or a partial link is not a program
     inputs = [a for a in compiler_args if not a.startswith("-")]
     # the value of -o and of options taking a separate argument are not inputs
     for i, a in enumerate(compiler_args[:-1]):
