@@ -85,14 +85,25 @@ static inline __attribute__((always_inline)) int new_forwards(void) {
  * site): the forward or the full path. Out of the entry point, so that the pop keeps to
  * the registers it needs: with the forward inline, GCC saved a register and kept the
  * entry's offset for it (4 instructions on every pooled new). */
-#define HL_NEW_MISSED(full, below, ...)                                             \
+#define HL_NEW_MISSED(full, prefix, below, ...)                                     \
   if (hl_next_alloc.below != NULL && new_forwards()) return hl_next_alloc.below(__VA_ARGS__); \
+  if (HL_UNLIKELY(hl_prefix_on)) return prefix(size);                               \
   return full(size)
+/* With a PreFix region, also reached by a jump: a return address the thread has identified
+ * as a one-frame PreFix site is counted and placed here, as malloc_missed does (out of
+ * new_missed, whose common path then saves no register). */
+#define HL_NEW_PREFIX(full)                                                         \
+  void *p = hl_prefix_try(size ? size : 1, (uintptr_t)__builtin_return_address(0)); \
+  return p != NULL ? p : full(size)
+static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_prefix(size_t size) { HL_NEW_PREFIX(new_full); }
+static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_prefix_nothrow(size_t size) {
+  HL_NEW_PREFIX(new_full_nothrow);
+}
 static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed(size_t size) {
-  HL_NEW_MISSED(new_full, op_new, size);
+  HL_NEW_MISSED(new_full, new_prefix, op_new, size);
 }
 static HL_NOINLINE __attribute__((noclone)) HL_FRAMELESS void *new_missed_nothrow(size_t size, const void *nt) {
-  HL_NEW_MISSED(new_full_nothrow, op_new_nothrow, size, nt);
+  HL_NEW_MISSED(new_full_nothrow, new_prefix_nothrow, op_new_nothrow, size, nt);
 }
 /* HL_FORWARD: the allocator's own new when it has one, else missed's way */
 #define HL_NEW_DIRECT(missed, below, ...)                                           \
