@@ -35,6 +35,16 @@ def test_contexts_through_one_return_address_are_numbered_together_in_allocation
         [(1, 1, 0), (2, 1, 1), (3, 3, 0), (4, 1, 2), (5, 1, 3), (6, 1, 4)]
 
 
+def test_a_site_of_one_context_keeps_its_exact_live_count():
+    objs = [obj(1, 1, 0), obj(2, 2, 0), obj(3, 3, 0)]
+    p = profile(objs, CONTEXTS)
+    for c in p.contexts.values():
+        c.max_live = 7
+    sp = by_call_site(p)
+    # one context: the profiler's count; several: unknown (their sum only bounds it), so 0
+    assert sp.profile.contexts[3].max_live == 7 and sp.profile.contexts[1].max_live == 0
+
+
 def test_each_merged_run_numbers_from_zero():
     objs = [obj(1, 1, 0, run=0), obj(2, 2, 0, run=0), obj(1, 2, 0, run=1), obj(2, 1, 0, run=1)]
     sp = by_call_site(profile(objs, {1: CONTEXTS[1], 2: CONTEXTS[2]}))
