@@ -63,6 +63,32 @@ def test_random_slot_layouts_get_one_verdict_from_both_readers(build_dir: Path, 
     assert "ok" in reasons and any("overlaps" in v[2] for v in py.values() if v[0] == "error"), reasons
 
 
+def test_slot_lines_the_runtimes_short_path_leaves_to_the_general_one(build_dir: Path, tmp_path: Path) -> None:
+    """runtime/src/plan_parse.c parses a slot line written as the planner writes it on a short
+    path (fast_slot) and leaves every other spelling to the general one: each of these
+    second slot lines must get the verdict and reason the Python reader gives."""
+    head = ("heaplayout-plan 1\nstrategy prefix:hot\nchunk_size 1048576\nmax_object_size 4096\nmodule 0 - /p\n"
+            + "\n".join(records([PrefixCounter(1, "all", 2)], []).lines()) + "\nprefix_slot 1 0 1 0 32\n")
+    seconds = ["prefix_slot 1 1 1 32 32", "prefix_slot 0x1 1 1 32 32", "prefix_slot 1 1 1 0032 32",
+               "prefix_slot 1 1 1 32 0x20", "prefix_slot 1 1 1 32  32", "prefix_slot 1 1 1 32 32 ",
+               "prefix_slot 1 1 1 32", "prefix_slot 1 1 1 32 32 7", "prefix_slot 1 1 1 99999999999 32",
+               "prefix_slot 1 1 1 4096 32", "prefix_slot 1 1 1 4080 32", "prefix_slot 1 1 1 33 32",
+               "prefix_slot 2 1 1 32 32", "prefix_slot 1 1 2 32 32", "prefix_slot 1 2 1 32 32",
+               "prefix_slot 1 0 1 32 32", "prefix_slot 1 1 1 16 32", "prefix_slot 1 1 1 32 0",
+               "prefix_slot 1 1 1 32 4097", "prefix_slot 1 4294967296 1 32 32", "prefix_slot 1 1 1 3a 32",
+               "prefix_slot 01 1 1 32 32", "prefix_slot 1 1 1 32 32\rx"]
+    files = []
+    for i, line in enumerate(seconds):
+        path = tmp_path / f"s{i}.plan"
+        path.write_bytes((head + line + "\nend\n").encode())
+        files.append(path)
+    c = c_verdicts(build_dir, files)
+    py = {str(p): python_verdict(p) for p in files}
+    assert {k: (v, py[k]) for k, v in c.items() if v != py[k]} == {}
+    verdicts = [py[str(p)][0] for p in files]
+    assert verdicts[0] == "ok" and verdicts.count("error") >= 15, verdicts
+
+
 def test_a_plan_refused_names_the_line() -> None:
     text = random_plan(random.Random(5)).replace(b"prefix_region 4096 16", b"prefix_region 4096 24")
     try:
