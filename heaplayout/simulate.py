@@ -45,6 +45,7 @@ MODEL_OPTIONS = {
     "hw": "--hw", "timing": "--timing", "rob": "--rob", "mshr": "--mshr", "deps": "--deps", "dep_span": "--dep-span",
     "pf_adjacent": "--pf-adjacent", "pf_streamer": "--pf-streamer", "streamer": "--streamer", "dram": "--dram",
     "dram_geometry": "--dram-geometry", "dram_hit": "--dram-hit", "walk_cache": "--walk-cache",
+    "phys_index": "--phys-index",
 }
 # every native-time part off: what --cachegrind-geometry and the pre-issue-26 estimate use
 NATIVE_PARTS_OFF = {"hw": "no"}

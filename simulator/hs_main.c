@@ -388,6 +388,8 @@ static void hs_print_usage(void)
 "    --dram-hit=<cycles>          [180]\n"
 "    --walk-cache=yes|no          page walks read PTE/PDE lines through the caches, with a\n"
 "                                 32-entry PDE cache, instead of the fixed STLB penalty [no]\n"
+"    --phys-index=yes|no          L2, LLC and DRAM rows see a pseudo-random page frame, as\n"
+"                                 physically indexed hardware does [no]\n"
 "    --pool-range=<lo>-<hi>       heaplayout pool range (hex), else detected\n"
 "    --pool-span=<bytes>, --pool-chunk=<bytes>  how to detect it [16G+1M, 1M]\n"
 "    --per-pool=yes|no            attribute misses to heaplayout pools [yes]\n"
@@ -551,10 +553,10 @@ static void hs_fini(Int exitcode)
            c->cc_block, pool_lo, pool_hi);
    oprintf("\"timing\": \"%s\", \"rob\": %u, \"mshr\": %u, \"deps\": \"%s\", \"dep_span\": %u, "
            "\"pf_adjacent\": %s, \"pf_streamer\": %s, \"streamer\": [%u, %u], \"dram\": %s, \"dram_geometry\": [%u, %u], "
-           "\"dram_hit\": %u, \"walk_cache\": %s},\n", c->timing ? "mlp" : "sum", c->tcfg.rob, c->tcfg.mshr,
+           "\"dram_hit\": %u, \"walk_cache\": %s, \"phys_index\": %s},\n", c->timing ? "mlp" : "sum", c->tcfg.rob, c->tcfg.mshr,
            hs_deps_name(c->tcfg.deps), c->tcfg.span, c->pf_adjacent ? "true" : "false", c->pf_streamer ? "true" : "false",
            c->streamer_dist, c->streamer_degree, c->dram ? "true" : "false", c->dram_banks, c->dram_row, c->dram_hit,
-           c->walk_cache ? "true" : "false");
+           c->walk_cache ? "true" : "false", c->phys_index ? "true" : "false");
    oprintf(" \"exit_code\": %d, \"refs\": %llu, \"loads\": %llu, \"stores\": %llu, \"line_accesses\": %llu,\n ",
            exitcode, s->refs, s->loads, s->stores, s->line_accesses);
    write_levels(s, c, names, hs_get_timing(model));

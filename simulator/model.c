@@ -10,6 +10,7 @@ typedef struct {
   hs_u64 *tags;
   hs_u64 sets, set_mask;
   unsigned ways, shift, pow2;
+  unsigned hashed; /* the set is a hash of the whole key (an LLC's slice and set hash), not its low bits */
 } hs_array;
 
 typedef struct {
@@ -183,6 +184,8 @@ hs_model *hs_new(const hs_config *cfg) {
     if (!m->timing) return 0;
   }
   m->l2pf_level = cfg->nlevels > 1 ? 1 : 0;
+  /* physically indexed hardware: the LLC spreads lines over its slices and sets by a hash */
+  if (cfg->phys_index && cfg->nlevels > 1) m->cache[cfg->nlevels - 1].hashed = 1;
   if (cfg->pf_streamer) {
     m->streams = (hs_stream *)cfg->alloc(cfg->ctx, HS_STREAMER_ENTRIES * sizeof(hs_stream));
     if (!m->streams) return 0;
@@ -219,6 +222,7 @@ static inline void classify(hs_model *m, hs_u64 addr, hs_charge *c) {
 #define CHARGE(c, field) do { for (unsigned d_ = 0; d_ < HS_MAX_DIMS; d_++) if ((c).b[d_]) (c).b[d_]->field++; } while (0)
 
 static inline hs_u64 *set_of(hs_array *a, hs_u64 key) {
+  if (a->hashed) key = (key ^ (key >> 17)) * 0x9e3779b97f4a7c15ULL >> 20;
   hs_u64 set = a->pow2 ? (key & a->set_mask) : (key % a->sets);
   return a->tags + set * a->ways;
 }
@@ -259,10 +263,30 @@ static inline int probe(hs_array *a, hs_u64 key) {
   return 0;
 }
 
+/* The key of the line holding `a` in cache level `lvl`: its line number, or with --phys-index
+ * for the levels past L1 the line within a pseudo-random page frame. Hardware indexes L2 and
+ * the LLC by physical address, so a power-of-two stride over virtual pages does not pile into
+ * a few sets as it does in a virtually indexed model (prefix_hot's 1280-byte hot chain used
+ * 512 of L2's 2048 sets). The frame is a bijection of the page number (56 bits), so keys
+ * stay exact. */
+static inline hs_u64 frame_of(hs_u64 page) {
+  const hs_u64 mask = (1ULL << 56) - 1;
+  hs_u64 x = page & mask;
+  x = ((x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL) & mask;
+  x = ((x ^ (x >> 27)) * 0x94d049bb133111ebULL) & mask;
+  return x ^ (x >> 31);
+}
+
+static inline hs_u64 key_of(const hs_model *m, unsigned lvl, hs_u64 a) {
+  unsigned shift = m->cache[lvl].shift;
+  if (!m->cfg.phys_index || lvl == 0 || shift > 12) return a >> shift;
+  return frame_of(a >> 12) << (12 - shift) | ((a & 4095) >> shift);
+}
+
 static void evicted(hs_model *m, unsigned lvl, hs_u64 victim) {
   if (victim == EMPTY || !(victim & 1)) return;
   m->st.level[lvl].pf_useless++;
-  if (m->cfg.ndims) {
+  if (m->cfg.ndims && !(m->cfg.phys_index && lvl > 0)) { /* a frame key is no address to attribute */
     hs_charge c;
     classify(m, (victim >> 1) << m->cache[lvl].shift, &c);
     CHARGE(c, pf_useless);
@@ -272,6 +296,7 @@ static void evicted(hs_model *m, unsigned lvl, hs_u64 victim) {
 /* DRAM: whether the row holding `addr` is open in its bank (then it stays open; otherwise
  * it is opened). Consecutive rows go to different banks. */
 static int dram_row_hit(hs_model *m, hs_u64 addr) {
+  if (m->cfg.phys_index) addr = frame_of(addr >> 12) << 12 | (addr & 4095); /* rows hold physical pages */
   hs_u64 row = addr / m->cfg.dram_row;
   hs_u64 bank = (row ^ (row >> 7) ^ (row >> 13)) & (m->cfg.dram_banks - 1);
   m->st.dram_accesses++;
@@ -288,7 +313,7 @@ static void streamer_train(hs_model *m, hs_u64 addr);
 /* A prefetch of the line holding `addr` into level `p` and the levels beyond it. */
 static void prefetch_into(hs_model *m, hs_u64 addr, unsigned p) {
   hs_array *a = &m->cache[p];
-  hs_u64 line = addr >> a->shift;
+  hs_u64 line = key_of(m, p, addr);
   if (probe(a, line)) return;
   hs_u64 victim = EMPTY;
   unsigned flag;
@@ -299,7 +324,7 @@ static void prefetch_into(hs_model *m, hs_u64 addr, unsigned p) {
   unsigned i = p + 1;
   for (; i < m->cfg.nlevels; i++) {
     victim = EMPTY;
-    if (ref(&m->cache[i], addr >> m->cache[i].shift, 0, 0, &victim, &flag)) break;
+    if (ref(&m->cache[i], key_of(m, i, addr), 0, 0, &victim, &flag)) break;
   }
   unsigned lat = m->lat[i];
   if (i == m->cfg.nlevels && m->dram_open && dram_row_hit(m, addr)) lat = m->cfg.dram_hit;
@@ -372,7 +397,7 @@ static unsigned walk_read(hs_model *m, hs_u64 addr) {
   for (unsigned i = 0; i < n; i++) {
     hs_u64 victim = EMPTY;
     unsigned flag;
-    if (ref(&m->cache[i], addr >> m->cache[i].shift, 1, 0, &victim, &flag)) return m->lat[i];
+    if (ref(&m->cache[i], key_of(m, i, addr), 1, 0, &victim, &flag)) return m->lat[i];
     evicted(m, i, victim);
   }
   if (m->dram_open && dram_row_hit(m, addr)) return m->cfg.dram_hit;
@@ -474,7 +499,7 @@ static void demand_line(hs_model *m, hs_u64 a) {
     hs_u64 victim = EMPTY;
     unsigned flag;
     st->level[i].accesses++;
-    if (ref(&m->cache[i], a >> m->cache[i].shift, 1, 0, &victim, &flag)) {
+    if (ref(&m->cache[i], key_of(m, i, a), 1, 0, &victim, &flag)) {
       served = i;
       if (flag) {
         was_pf = 1;

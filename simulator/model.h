@@ -76,6 +76,7 @@ typedef struct {
   int dram;                          /* DRAM row buffer: memory accesses to an open row cost dram_hit */
   unsigned dram_banks, dram_row, dram_hit;
   int walk_cache;                    /* an STLB miss walks: PTE (and, on a PDE-cache miss, PDE) lines through the caches */
+  int phys_index;                    /* L2 and LLC indexed by a pseudo-random page frame, as physically indexed caches are */
   /* Attribution, in up to two independent dimensions (e.g. pool and allocation context):
    * bucket of an address (< nbuckets[d]), called on misses and prefetch events only. */
   unsigned ndims;

@@ -234,13 +234,14 @@ int hs_options_parse(hs_options *o, const char *arg) {
     return 1;
   }
   if ((v = val(arg, "--walk-cache="))) return yesno(v, &c->walk_cache);
+  if ((v = val(arg, "--phys-index="))) return yesno(v, &c->phys_index);
   if ((v = val(arg, "--hw="))) {
     /* every part of issue 26's model at once, with the IP-stride prefetcher into L1 */
     int on;
     if (yesno(v, &on) < 0) return -1;
     /* not the adjacent-line prefetcher: lines shuffled within pages cost a full memory
      * latency per line natively here (chase_latency.c mode 2), as if it were off */
-    c->timing = c->pf_streamer = c->dram = c->walk_cache = on;
+    c->timing = c->pf_streamer = c->dram = c->walk_cache = c->phys_index = on;
     c->pf_adjacent = 0;
     c->prefetcher = on ? HS_PF_STRIDE : HS_PF_NONE;
     return 1;

@@ -101,6 +101,9 @@ void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latenc
     start = t->last_load_miss;
     dependent = 1;
   }
+  /* the hardware prefetchers see the access when its address is known, before it waits for
+   * a fill buffer or a line on its way: its prefetches issue then */
+  t->last_start = start;
   hs_tu64 done, lr = t->lines_max > dispatch ? line_ready(t, addr) : 0;
   if (l1_miss) {
     unsigned best = 0;
@@ -117,16 +120,18 @@ void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latenc
     if (is_load) {
       t->st.load_misses++;
       t->st.dependent += dependent;
-      if (t->n == HS_FIFO) retire_until(t, instr); /* makes room */
-      t->fifo[(t->head + t->n) % HS_FIFO] = (pending){instr, done};
-      t->n++;
       t->last_load_miss = done;
     }
   } else {
     if (lr > start) start = lr, t->st.line_waits++;
     done = start + lat;
   }
-  t->last_start = start;
+  /* a load that completes late holds retirement back like a miss */
+  if (is_load && (l1_miss || done > dispatch + lat)) {
+    if (t->n == HS_FIFO) retire_until(t, instr); /* makes room */
+    t->fifo[(t->head + t->n) % HS_FIFO] = (pending){instr, done};
+    t->n++;
+  }
   if (done > t->last_done) t->last_done = done;
   /* a late 8-byte load's value may be the base of a later address */
   if (is_load && size == 8 && value && t->cfg.deps == HS_DEPS_VALUE && (l1_miss || start > dispatch)) {

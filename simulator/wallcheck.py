@@ -98,7 +98,10 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def collect_target(t: Target, layouts: list[str], variants: list[str], rounds: int, seed: int) -> dict:
+def collect_target(t: Target, layouts: list[str], variants: list[str], rounds: int, seed: int,
+                   prior: dict | None = None) -> dict:
+    """Simulate `variants` and time `rounds` interleaved native rounds; with `prior` (this
+    target's entry of an earlier run) keep its native times and its other variants."""
     out: dict = {"argv": t.argv, "layouts": {}}
     with tempfile.TemporaryDirectory(prefix="hlwall.") as tmpd:
         plan = None
@@ -112,8 +115,13 @@ def collect_target(t: Target, layouts: list[str], variants: list[str], rounds: i
             except ValueError:
                 continue
             setups[lay] = (opts, {**t.env, **extra})
+        if prior:
+            setups = {lay: st for lay, st in setups.items() if lay in prior["layouts"]}
         for lay, (opts, extra) in setups.items():
             row = out["layouts"].setdefault(lay, {"cpu": [], "wall": [], "sim": {}})
+            if prior:
+                old = prior["layouts"][lay]
+                row.update(cpu=list(old["cpu"]), wall=list(old["wall"]), sim=dict(old["sim"]))
             for v in variants:
                 saved = {k: os.environ.get(k) for k in extra}
                 os.environ.update(extra)  # run_simulation passes our environment to the client
@@ -129,6 +137,9 @@ def collect_target(t: Target, layouts: list[str], variants: list[str], rounds: i
                 row["sim"][v] = {"estimate": r["estimate"], "instructions": r["instructions"],
                                  "misses": [lv["misses"] for lv in r["levels"]],
                                  "dtlb": r["tlb"][0]["misses"] if r["tlb"] else 0, "timing": r.get("timing")}
+        if prior:
+            out["load_before"], out["load_after"] = prior["load_before"], prior["load_after"]
+            return out
         out["load_before"] = load()
         for _ in range(rounds):
             for lay, (opts, extra) in setups.items():
@@ -224,6 +235,9 @@ def main() -> int:
     ap.add_argument("--min-diff", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
+    ap.add_argument("--native-from", metavar="JSON",
+                    help="keep the native times (and other variants) of an earlier --json run; simulate only "
+                    "--variants (for a changed model against the same measurements)")
     ap.add_argument("--from-json")
     args = ap.parse_args()
     if args.from_json:
@@ -232,10 +246,17 @@ def main() -> int:
         variants = args.variants.split(",")
         layouts = args.layouts.split(",") + (["halo"] if args.halo else [])
         data = {"rounds": args.rounds, "variants": variants, "targets": {}}
+        prior = json.loads(Path(args.native_from).read_text()) if args.native_from else None
+        if prior:
+            data["rounds"] = prior["rounds"]
+            data["variants"] = list(dict.fromkeys(prior["variants"] + variants))
         for t in targets(args):
+            if prior and t.name not in prior["targets"]:
+                continue
             print(f"{t.name} ...", file=sys.stderr, flush=True)
             try:
-                data["targets"][t.name] = collect_target(t, layouts, variants, args.rounds, args.seed)
+                data["targets"][t.name] = collect_target(t, layouts, variants, args.rounds, args.seed,
+                                                         prior["targets"][t.name] if prior else None)
             except (RuntimeError, OSError) as err:
                 print(f"{t.name}: skipped: {err}", file=sys.stderr)
             if args.json:

@@ -232,3 +232,15 @@ def test_hw_estimate_separates_the_issue_case(build_dir, monkeypatch):
     ratio = {v: est[("random", v)]["estimate"] / est[("order", v)]["estimate"] for v in ("sum", "hw")}
     assert ratio["sum"] < 1.15, ratio
     assert ratio["hw"] > 1.4, ratio
+
+
+def test_physical_indexing_spreads_power_of_two_strides(model_test):
+    """a cyclic walk with a 1280-byte stride (prefix_hot's hot chain) over 2.4 MB: virtually
+    indexed, the 4 MiB LLC uses a quarter of its sets and misses every line again; physically
+    indexed (frames pseudo-random, the LLC's set hashed) it keeps them. L1 is unchanged."""
+    walk = "".join(f"S {BASE + 16:x} 18753 1280 8 401000\nS {BASE + 64:x} 18753 1280 8 401010\n" for _ in range(5))
+    virt = sim(model_test, walk, "--tlb=no")
+    phys = sim(model_test, walk, "--tlb=no", "--phys-index=yes")
+    assert virt["levels"][0] == phys["levels"][0]
+    assert virt["levels"][2]["misses"] > 4 * 37506  # every pass misses again
+    assert phys["levels"][2]["misses"] < 2 * 37506  # the first pass, and a little conflict

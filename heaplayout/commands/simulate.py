@@ -82,6 +82,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--dram-hit", metavar="CYCLES", help="latency of an open-row access (default 180)")
     n.add_argument("--walk-cache", choices=("yes", "no"),
                    help="page walks read PTE/PDE lines through the caches instead of a fixed STLB penalty")
+    n.add_argument("--phys-index", choices=("yes", "no"),
+                   help="L2, LLC and DRAM rows see a pseudo-random page frame (physically indexed hardware)")
     g.add_argument("--cachegrind-geometry", action="store_true",
                    help="D1 32K/8/64 + LL 4M/16/64, two levels, no TLB, no prefetcher (validation against cachegrind)")
     p.add_argument("--oracle", choices=("first-touch", "hot-first"),
@@ -111,7 +113,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 MODEL_KEYS = ("hw", "L1", "L2", "LL", "levels", "line", "lat", "dtlb", "stlb", "tlb_levels", "page_size", "prefetch",
               "pf_level", "pf_degree", "stride_entries", "stride_conf", "pool_range", "instr_cost", "exposed", "fault_cost",
               "timing", "rob", "mshr", "deps", "dep_span", "pf_adjacent", "pf_streamer", "streamer", "dram",
-              "dram_geometry", "dram_hit", "walk_cache")
+              "dram_geometry", "dram_hit", "walk_cache", "phys_index")
 
 
 def options_from_args(args: argparse.Namespace) -> SimOptions:
