@@ -131,7 +131,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--maximal", action="store_true", help="also time --collocate=maximal builds")
     ap.add_argument("names", nargs="*")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     a.out.mkdir(parents=True, exist_ok=True)
     for w in load_suite():
         if not w.source.endswith(".c") or (a.names and w.name not in a.names):
