@@ -2,6 +2,8 @@
 """Do a sampled profile and a full one give the same plan? (issue 24)
 
     python3 profiler/compare_plans.py FULL.prof SAMPLED.prof [--strategy halo] [--hot 0.9]
+    python3 profiler/compare_plans.py --dir DIR --full full --sampled sample100k
+        (every DIR/<program>.full.prof against DIR/<program>.sample100k.prof, as bench_scale.py --keep writes them)
 
 Plans both profiles with `heaplayout plan` (its --json output), matches contexts by their
 frames, and compares the groups on the hot contexts: the full plan's grouped contexts,
@@ -96,13 +98,37 @@ def compare(full: str, sampled: str, strategy: str = "halo", hot: float = 0.9, e
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("full")
-    ap.add_argument("sampled")
+    ap.add_argument("full", nargs="?")
+    ap.add_argument("sampled", nargs="?")
+    ap.add_argument("--dir", help="compare every pair of profiles in DIR (names <program>.<config>.prof)")
+    ap.add_argument("--full-config", default="full")
+    ap.add_argument("--sampled-config", default="sample")
     ap.add_argument("--strategy", default="halo")
     ap.add_argument("--hot", type=float, default=0.9, help="share of the full plan's grouped accesses (default 0.9)")
     args = ap.parse_args()
-    r = compare(args.full, args.sampled, args.strategy, args.hot)
-    print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+    pairs = [(args.full, args.full, args.sampled)] if not args.dir else [
+        (f.name[:-len(f".{args.full_config}.prof")], str(f),
+         str(f).replace(f".{args.full_config}.prof", f".{args.sampled_config}.prof"))
+        for f in sorted(Path(args.dir).glob(f"*.{args.full_config}.prof"))]
+    if args.dir:
+        print("| program | hot contexts | groups full / sampled | group Jaccard | pair agreement | grouped share full / sampled |")
+        print("|---|---:|---:|---:|---:|---:|")
+    for name, full, sampled in pairs:
+        if not Path(sampled).exists():
+            continue
+        try:
+            r = compare(full, sampled, args.strategy, args.hot)
+        except SystemExit as err:
+            if not args.dir:
+                raise
+            print(f"| {name} | {err} |")
+            continue
+        if not args.dir:
+            print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+        else:
+            print(f"| {name} | {r['hot_contexts']} | {r['groups_full']} / {r['groups_sampled']} | "
+                  f"{r['group_jaccard']:.3f} | {r['pair_agreement']:.3f} | "
+                  f"{r['grouped_share_full']:.3f} / {r['grouped_share_sampled']:.3f} |", flush=True)
     return 0
 
 

@@ -18,7 +18,7 @@ HpOptions hp_opt = {
    .objects_max = 10000000,
    .sample = False,
    .sample_period = 10,
-   .sample_window = 1000000,
+   .sample_window = 100000,
    .sample_seed = 1,
 };
 
@@ -79,7 +79,7 @@ static void hp_print_usage(void)
 "    --context-cache=yes|no    contexts by their 16 innermost frames, checked every 16th use [= --sample]\n"
 "    --sample=yes|no           profile accesses in one time window of every period [no]\n"
 "    --sample-period=<r>       one window in r is profiled; counts are written times r [10]\n"
-"    --sample-window=<n>       window length in executed superblocks [1000000]\n"
+"    --sample-window=<n>       window length in executed superblocks [100000]\n"
 "    --sample-seed=<s>         picks which window of every period is profiled [1]\n");
 }
 
