@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...profile_format import Context, Object, Profile
+from .hot import complete_objects
 
 Frame = tuple[int, int]
 
@@ -33,15 +34,6 @@ class SiteProfile:
     left_out: int  # call sites whose objects are not all recorded
 
 
-def _all_objects_recorded(profile: Profile) -> set[int]:
-    if profile.header.get("objects", "all") not in ("all", ""):
-        return set()
-    seen: dict[int, int] = {}
-    for o in profile.objects:
-        seen[o.context] = seen.get(o.context, 0) + 1
-    return {c.id for c in profile.contexts.values() if seen.get(c.id, 0) == c.objects}
-
-
 def by_call_site(profile: Profile) -> SiteProfile:
     """The profile with its contexts merged by first frame (module doc). Affinity, walk
     weights and pointer edges are not carried over: the PreFix analysis reads objects, the
@@ -50,7 +42,7 @@ def by_call_site(profile: Profile) -> SiteProfile:
     for c in profile.contexts.values():
         if c.frames:
             members.setdefault(c.frames[0], []).append(c)
-    recorded = _all_objects_recorded(profile)
+    recorded = complete_objects(profile)
     out = Profile(version=profile.version, header=dict(profile.header), args=list(profile.args),
                   modules=profile.modules, symbols=profile.symbols, stream=profile.stream,
                   stream_truncated=profile.stream_truncated, summary=dict(profile.summary),
