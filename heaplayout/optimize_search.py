@@ -256,6 +256,7 @@ class SearchResult:
     race_rounds: int = 0
     decision: Decision | None = None
     stop_reason: str = ""
+    overrun: str = ""  # why the search will end past the deadline (it always runs one full race round)
 
     def by_label(self) -> dict[str, Candidate]:
         return {c.label: c for c in self.candidates}
@@ -285,10 +286,16 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
     def alone_left() -> list[str]:
         return [s for s in survivors if cands[s].alone]
 
+    warm: dict[str, float] = {}
     for label in warmup:
         m = run(cands[label], "warmup", 1)
         if m.problem:
             drop(label, "warmup", 1, m.problem)
+        elif m.seconds is not None:
+            warm[label] = m.seconds
+    res.overrun = _first_round_overrun(survivors, warm, deadline, clock)
+    if res.overrun:
+        say(res.overrun)
 
     best: str | None = None
     rnd = 0
@@ -344,6 +351,22 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
         return res
     res.decision = _confirm(res, best, finalist, run, deadline, clock, settings, say, drop, alone_left())
     return res
+
+
+def _first_round_overrun(survivors: Sequence[str], warm: Mapping[str, float], deadline: float, clock: Clock) -> str:
+    """A warning when the first race round, which always runs in full (a decision needs every
+    candidate measured once), will by the warm-up's times end past the deadline: a
+    candidate not warmed up is costed as the slowest warm-up."""
+    if not warm or not survivors:
+        return ""
+    slowest = max(warm.values())
+    need = sum(warm.get(s, slowest) for s in survivors)
+    left = deadline - clock()
+    if need <= left:
+        return ""
+    return (f"the budget left ({max(0.0, left):.0f} s) does not pay for one race round of {len(survivors)} candidates "
+            f"(about {need:.0f} s by the warm-up runs): optimize will overrun it; a larger --budget or fewer "
+            "--strategies keeps it")
 
 
 def _eliminate(res: SearchResult, survivors: list[str], best: str, settings: SearchSettings,

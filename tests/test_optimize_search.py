@@ -144,6 +144,22 @@ def test_no_budget_for_confirmation_means_the_allocator_alone():
     assert not res.decision.resolved and "confirmation rounds" in res.decision.reason
 
 
+def test_a_budget_short_of_one_race_round_is_said_and_overrun():
+    """The first race round always runs in full; when the warm-up times say it will end past
+    the deadline, the search says so (optimize adds it to its notes) instead of overrunning
+    silently. With a budget that pays for it, nothing is said."""
+    true = times()
+    warm = ["glibc", "jemalloc", "tcmalloc", "callsite+glibc"]
+    said: list[str] = []
+    prog = FakeProgram(true)
+    res = run_search(candidates(), prog, deadline=0.5 * sum(true.values()), clock=prog.clock, say=said.append,
+                     warmup=warm)
+    assert "does not pay for one race round of" in res.overrun and res.overrun in said
+    assert res.race_rounds == 1 and prog.now > 0.5 * sum(true.values())
+    prog = FakeProgram(true)
+    assert run_search(candidates(), prog, deadline=1e9, clock=prog.clock, warmup=warm).overrun == ""
+
+
 @pytest.mark.parametrize("ratios, winner", [
     ([0.80, 0.82, 0.79, 0.81, 0.80], "plan"),  # resolved
     ([0.90, 0.95, 1.02, 0.97, 1.01, 1.05, 0.94], "alone"),  # median 0.97, upper quartile 1.015

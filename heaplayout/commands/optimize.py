@@ -212,6 +212,8 @@ def optimize_command(args: argparse.Namespace) -> int:
         except NondeterministicOutput as err:
             print(f"{PROG}: {err}", file=sys.stderr)
             return 1
+        if run.search.overrun:
+            run.notes.append(run.search.overrun)
         run.peak_rss_kib = runner.peak_rss_kib
         run.runs = runner.runs
         rec = run.recommended
