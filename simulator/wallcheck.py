@@ -214,7 +214,7 @@ def targets(args: argparse.Namespace) -> list[Target]:
         from benchmarks.real.corpus import load_corpus, write_input
         root = Path(tempfile.mkdtemp(prefix="hlwall-corpus."))
         for p in load_corpus():
-            if args.names and p.name not in args.names and "corpus" not in args.names:
+            if args.names and p.name not in args.names:
                 continue
             if p.threads > 1:
                 continue  # one execution of several under Valgrind; not comparable run to run
