@@ -9,7 +9,10 @@ without pools) and `heaplayout cc` (`apa`). Then either
               the output of every run must equal the plain build's
   cachegrind  D1 and LL misses (--cache-sim=yes --LL=4194304,16,64) of glibc, mimalloc and
               apa on the small input
-and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind} [--rounds N] [--maximal] [names...]
+  halo        the HALO plan on the unmodified (plain) build against apa: `heaplayout profile`
+              of the small input, `heaplayout plan`, then interleaved rounds of the reference
+              input: glibc, halo (the plain build under libheaplayout.so with the plan), apa
+and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind,halo} [--rounds N] [--maximal] [names...]
 (--maximal adds `heaplayout cc --collocate=maximal` builds to the timed variants).
 """
 
@@ -112,6 +115,38 @@ def time_workload(w, exes: dict[str, Path], rounds: int) -> dict:
     return result
 
 
+def halo_env(out: Path, w, exe: Path) -> dict[str, str]:
+    """Profile the plain build on the small input, plan with HALO, return the run's environment."""
+    cli = [sys.executable, "-m", "heaplayout.cli"]
+    prof, plan = out / f"{w.name}.prof", out / f"{w.name}.plan"
+    subprocess.run([*cli, "profile", "-o", str(prof), "--", str(exe), *w.small], check=True, cwd=REPO,
+                   capture_output=True)
+    subprocess.run([*cli, "plan", "-o", str(plan), str(prof)], check=True, cwd=REPO, capture_output=True)
+    r = subprocess.run([*cli, "run", "--print-env", "--plan", str(plan)], check=True, cwd=REPO,
+                       capture_output=True, text=True)
+    return dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+
+
+def time_halo(w, exes: dict[str, Path], env_plan: dict[str, str], rounds: int) -> dict:
+    base_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    variants = {"glibc": (exes["glibc"], {}), "halo": (exes["glibc"], env_plan), "apa": (exes["apa"], {})}
+    names = list(variants)
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    reference = None
+    for r in range(rounds):
+        for n in names[r % len(names):] + names[: r % len(names)]:
+            exe, extra = variants[n]
+            c, _, out = cpu_run([str(exe), *w.ref], {**base_env, **extra})
+            reference = out if reference is None else reference
+            if out != reference:
+                raise RuntimeError(f"{w.name} {n}: output differs")
+            cpu[n].append(c)
+    return {"name": w.name, "args": w.ref, "rounds": rounds, "cpu": cpu, "load": os.getloadavg()[0],
+            "halo/glibc": quartiles([a / b for a, b in zip(cpu["halo"], cpu["glibc"])]),
+            "apa/glibc": quartiles([a / b for a, b in zip(cpu["apa"], cpu["glibc"])]),
+            "apa/halo": quartiles([a / b for a, b in zip(cpu["apa"], cpu["halo"])])}
+
+
 def cachegrind(exe: Path, args: list[str], env_extra: dict[str, str]) -> dict[str, int]:
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "cg.out"
@@ -127,7 +162,7 @@ def cachegrind(exe: Path, args: list[str], env_extra: dict[str, str]) -> dict[st
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
-    ap.add_argument("mode", choices=["time", "cachegrind"])
+    ap.add_argument("mode", choices=["time", "cachegrind", "halo"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--maximal", action="store_true", help="also time --collocate=maximal builds")
     ap.add_argument("names", nargs="*")
@@ -139,6 +174,8 @@ def main() -> int:
         exes = build(a.out, w, a.maximal)
         if a.mode == "time":
             rec = time_workload(w, exes, a.rounds)
+        elif a.mode == "halo":
+            rec = time_halo(w, exes, halo_env(a.out, w, exes["glibc"]), a.rounds)
         else:
             rec = {"name": w.name, "args": w.small,
                    "glibc": cachegrind(exes["glibc"], w.small, {}),
