@@ -435,6 +435,30 @@ def test_maximal_ds_collocates_connected_nodes(tmp_path: Path, plugin: Path) -> 
     assert len(creates) == 1, function_body(ir, "run")
 
 
+DEEP_RECURSION = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct cell { struct cell *next; long v; } cell;
+/* each frame builds and frees a small private list: a local data structure of a recursive function */
+__attribute__((noinline)) static long walk(long depth) {
+  cell *l = 0;
+  for (long i = 0; i < 3; i++) { cell *c = malloc(sizeof *c); c->v = depth + i; c->next = l; l = c; }
+  long s = depth ? walk(depth - 1) : 0;
+  while (l) { cell *t = l->next; s += l->v; free(l); l = t; }
+  return s;
+}
+int main(int argc, char **argv) { printf("%ld\n", walk(argc > 1 ? atol(argv[1]) : 10)); return 0; }
+"""
+
+
+def test_recursive_owner_gets_no_stack_descriptor(tmp_path: Path, plugin: Path) -> None:
+    """A 1 KiB descriptor per frame would overflow the 8 MiB stack at 20,000 frames, where the
+    original program fits: a recursive function's own data structures stay on malloc."""
+    stats = tmp_path / "s.jsonl"
+    assert same_behaviour(tmp_path, {"deep.c": DEEP_RECURSION}, "20000", stats=stats).strip()
+    assert any("recursive" in k for k in stats_of(stats)[0]["kept_reasons"])
+
+
 def test_driver_flags() -> None:
     ours, rest = cc.split_options(["--stats", "--no-pool", "-O2", "-c", "a.c"])
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]

@@ -16,6 +16,8 @@ const char *const ReasonSingleton = "no object points to it (Selective PA)";
 const char *const ReasonSharedInSCC = "used by several functions of one recursive cycle";
 const char *const ReasonNoCleanExit = "owner function has invoke/setjmp (no safe pooldestroy point)";
 const char *const ReasonNoPoolFromCaller = "the caller passes no pool (original kept for unknown callers)";
+const char *const ReasonRecursiveOwner =
+    "owner function is recursive (a pool descriptor per frame could overflow the stack)";
 
 // A function where a pool cannot be destroyed at every exit (exceptions, setjmp).
 static bool hasUnusualExits(const Function &F) {
@@ -24,6 +26,16 @@ static bool hasUnusualExits(const Function &F) {
     if (auto *CB = dyn_cast<CallBase>(&I))
       if (CB->hasFnAttr(Attribute::ReturnsTwice)) return true;
   }
+  return false;
+}
+
+// A descriptor is 1 KiB of stack: in a function that can recurse, one per frame could
+// overflow a stack the original program fits in.
+static bool isRecursive(const SCCInfo &S, const Function &F) {
+  if (S.Members.size() > 1) return true;
+  for (const Instruction &I : instructions(F))
+    if (auto *CB = dyn_cast<CallBase>(&I))
+      if (CB->getCalledOperand()->stripPointerCasts() == &F) return true;
   return false;
 }
 
@@ -78,6 +90,7 @@ static SCCPlan planOne(const SCCInfo &S, unsigned Index, const GlobalsGraph &GGr
       if (!Owner && ReachedBy[N].size() == 1) Owner = *ReachedBy[N].begin();
       if (!Owner) NP.Reason = ReasonSharedInSCC;
       else if (hasUnusualExits(*Owner)) NP.Reason = ReasonNoCleanExit;
+      else if (isRecursive(S, *Owner)) NP.Reason = ReasonRecursiveOwner;
       else {
         NP.Kind = PoolKind::Local;
         NP.Owner = Owner;

@@ -49,5 +49,6 @@ extern const char *const ReasonSingleton;
 extern const char *const ReasonSharedInSCC;
 extern const char *const ReasonNoCleanExit;
 extern const char *const ReasonNoPoolFromCaller;
+extern const char *const ReasonRecursiveOwner;
 
 } // namespace hlapa
