@@ -54,6 +54,7 @@ typedef struct {
    UInt sample_period;    /* R: one window in R is profiled */
    ULong sample_window;   /* window length in executed superblocks */
    ULong sample_seed;     /* picks which window of every R */
+   UInt sample_phase;     /* added to the picked offset: phases 0..R-1 of one seed partition the run */
 } HpOptions;
 extern HpOptions hp_opt;
 

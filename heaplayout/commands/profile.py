@@ -66,6 +66,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --sample: window length in executed superblocks (default 100000, Valgrind's time "
                    "slice; a 0.05 s program runs a few hundred)")
     p.add_argument("--sample-seed", type=int, metavar="S", help="with --sample: which window of each period (default 1)")
+    p.add_argument("--sample-phase", type=int, metavar="J",
+                   help="with --sample: shifts the chosen window by J; phases 0..R-1 of one seed cover the run once")
     p.add_argument("--context-cache", action=argparse.BooleanOptionalAction, default=None,
                    help="look contexts up by the 16 innermost frames, a full unwind checking every 16th use "
                    "(default: on with --sample, off otherwise; mismatches are counted in the profile)")
@@ -90,7 +92,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def tool_argv(args: argparse.Namespace, out: str) -> list[str]:
     argv = [args.valgrind, "-q", f"--tool={TOOL}", f"--out-file={out}"]
     for opt in ("depth", "max_unwind", "affinity_distance", "max_object_size", "stream_max", "objects",
-                "progress", "trim", "sample_period", "sample_window", "sample_seed", "graph_max", "objects_max"):
+                "progress", "trim", "sample_period", "sample_window", "sample_seed", "sample_phase", "graph_max",
+                "objects_max"):
         v = getattr(args, opt, None)
         if v is not None:
             argv.append(f"--{opt.replace('_', '-')}={v}")
