@@ -54,6 +54,7 @@ typedef struct {
    UInt sample_period;    /* R: one window in R is profiled */
    ULong sample_window;   /* window length in executed superblocks */
    ULong sample_seed;     /* picks which window of every R */
+   Bool sample_retranslate; /* off windows run uninstrumented translations (discarded at each switch) */
    UInt sample_phase;     /* added to the picked offset: phases 0..R-1 of one seed partition the run */
 } HpOptions;
 extern HpOptions hp_opt;
@@ -153,6 +154,7 @@ void hp_stream_gap(void);      /* the next access is written even if it repeats 
 /* ---- time-window sampling (hp_sample.c) ---- */
 extern ULong hp_guard_span;    /* the bound translated code checks: hp_heap_span, 0 while off */
 extern Bool hp_sample_on;
+extern Bool hp_sample_bare;    /* translate without instrumentation (an off window, --sample-retranslate) */
 extern UInt hp_sample_period;  /* 1 when not sampling */
 void hp_sample_init(void);
 void hp_sample_tick(ULong blocks);  /* at every scheduler boundary */

@@ -299,6 +299,7 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
                     IRType gWordTy, IRType hWordTy)
 {
    if (gWordTy != hWordTy) VG_(tool_panic)("host/guest word size mismatch");
+   if (hp_sample_bare) return bbIn;   /* an off window under --sample-retranslate */
    Instr in;
    in.sb = deepCopyIRSBExceptStmts(bbIn);
    /* temps holding SP + constant (the IR is flat: an address is a temp or a constant) */

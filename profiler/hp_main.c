@@ -50,6 +50,7 @@ static Bool hp_process_cmd_line_option(const HChar* arg)
    else if VG_BINT_CLO(arg, "--sample-window", l, 1000, 1LL << 40) { hp_opt.sample_window = l; }
    else if VG_BINT_CLO(arg, "--sample-seed", l, 0, 1LL << 62) { hp_opt.sample_seed = l; }
    else if VG_BINT_CLO(arg, "--sample-phase", l, 0, 1 << 20) { hp_opt.sample_phase = l; }
+   else if VG_BOOL_CLO(arg, "--sample-retranslate", hp_opt.sample_retranslate) {}
    else if VG_STR_CLO(arg, "--objects", tmp_str) {
       objects_arg = tmp_str;
       if (VG_STREQ(tmp_str, "all")) hp_opt.objects = 2;
@@ -82,7 +83,9 @@ static void hp_print_usage(void)
 "    --sample-period=<r>       one window in r is profiled; counts are written times r [10]\n"
 "    --sample-window=<n>       window length in executed superblocks [100000]\n"
 "    --sample-seed=<s>         picks which window of every period is profiled [1]\n"
-"    --sample-phase=<j>        shifts that choice by j: phases 0..r-1 of one seed cover the run once [0]\n");
+"    --sample-phase=<j>        shifts that choice by j: phases 0..r-1 of one seed cover the run once [0]\n"
+"    --sample-retranslate=yes|no  off windows run uninstrumented code; all code is retranslated\n"
+"                              at every switch (use windows of millions of blocks) [no]\n");
 }
 
 static void hp_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
@@ -130,6 +133,7 @@ static void write_header(void)
       hp_out_printf("H sample_window %llu\n", hp_opt.sample_window);
       hp_out_printf("H sample_seed %llu\n", hp_opt.sample_seed);
       hp_out_printf("H sample_phase %u\n", hp_opt.sample_phase);
+      hp_out_printf("H sample_retranslate %d\n", hp_opt.sample_retranslate ? 1 : 0);
    }
    hp_out_puts("H trim ");
    hp_out_escaped(hp_opt.trim[0] ? hp_opt.trim : "-");

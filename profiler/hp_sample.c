@@ -29,12 +29,15 @@
  * the first accesses of each on window see a shorter history than in a full profile (at most
  * A bytes' worth of pairs lost per window), a small downward bias reported in the docs. */
 #include "hp.h"
+#include "pub_tool_transtab.h"
+extern Bool vgPlain_ok_to_discard_translations;   /* coregrind's, not in the tool headers */
 
 ULong hp_guard_span;        /* translated code's bound: hp_heap_span, 0 while off */
 Bool hp_sample_on = True;
+Bool hp_sample_bare;        /* --sample-retranslate: translate without instrumentation now */
 UInt hp_sample_period = 1;  /* R; 1 = every access profiled */
 static ULong cur_window = ~0ULL;
-static ULong on_since, on_blocks, last_blocks, windows_on;
+static ULong on_since, on_blocks, last_blocks, windows_on, retranslations;
 
 void hp_sample_init(void)
 {
@@ -42,6 +45,7 @@ void hp_sample_init(void)
    hp_sample_period = hp_opt.sample_period;
    hp_sample_on = False;
    hp_guard_span = 0;
+   hp_sample_bare = hp_opt.sample_retranslate;
 }
 
 /* splitmix64 of (seed, run of R windows): the profiled window's offset in that run */
@@ -72,6 +76,19 @@ void hp_sample_tick(ULong blocks)
    }
    hp_sample_on = now;
    hp_guard_span = now ? hp_heap_span : 0;
+   if (hp_opt.sample_retranslate) {
+      /* Off windows run code translated without instrumentation (--tool=none's cost, not
+       * that of idle instrumented code); every switch throws all translations away, as
+       * callgrind's instrumentation toggle does, so it only pays with long windows. */
+      hp_sample_bare = !now;
+      /* The core allows discarding only inside a tool's client-request handler, a
+       * scheduler-level point like this hook (no translation is running here); the flag
+       * is the core's own (pub_core_transtab.h), set as its request wrapper sets it. */
+      vgPlain_ok_to_discard_translations = True;
+      VG_(discard_translations_safely)((Addr)0x1000, ~(SizeT)0xfff, "hlprof-sample");
+      vgPlain_ok_to_discard_translations = False;
+      retranslations++;
+   }
 }
 
 void hp_sample_fini(void)
@@ -82,4 +99,5 @@ void hp_sample_fini(void)
    hp_out_printf("Z sample_on_blocks %llu\n", on_blocks);
    hp_out_printf("Z sample_windows_on %llu\n", windows_on);
    hp_out_printf("Z sampled_heap_accesses %llu\n", hp_clock);
+   if (hp_opt.sample_retranslate) hp_out_printf("Z sample_retranslations %llu\n", retranslations);
 }

@@ -154,3 +154,22 @@ def test_context_cache_gives_the_unwound_contexts(build_dir: Path, tmp_path: Pat
     pk = {plain.context_key(c): (c.objects, c.bytes, c.loads, c.stores) for c in plain.contexts.values()}
     ck = {cached.context_key(c): (c.objects, c.bytes, c.loads, c.stores) for c in cached.contexts.values()}
     assert pk == ck
+
+
+def test_retranslated_windows_count_what_instrumented_ones_do(health: list[str], tmp_path: Path) -> None:
+    """--sample-retranslate runs unprofiled windows on uninstrumented translations, thrown
+    away at every switch: the same windows are profiled, up to where a switch lands (a
+    retranslation returns to the scheduler, whose hook decides windows, at other blocks)."""
+    opts = ["--sample", "--sample-period", "3", "--sample-window", "300000", "--sample-seed", "7"]
+    a = read_profile(profile(tmp_path, health, *opts, name="a.prof"), with_stream=False, with_objects=False)
+    b = read_profile(profile(tmp_path, health, *opts, "--sample-retranslate", name="b.prof"), with_stream=False,
+                     with_objects=False)
+    assert b.header["sample_retranslate"] == "1" and a.header["sample_retranslate"] == "0"
+    assert b.summary["sample_retranslations"] >= 2 * b.summary["sample_windows_on"] - 1 > 0
+    assert a.summary["objects"] == b.summary["objects"]
+    for k in ("heap_accesses", "affinity_pairs", "sample_on_blocks"):
+        assert abs(a.summary[k] - b.summary[k]) <= 0.005 * a.summary[k], k
+    ka = {a.context_key(c): c.accesses for c in a.contexts.values()}
+    kb = {b.context_key(c): c.accesses for c in b.contexts.values()}
+    assert ka.keys() == kb.keys()
+    assert sum(abs(ka[k] - kb[k]) for k in ka) <= 0.01 * sum(ka.values())

@@ -68,6 +68,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sample-seed", type=int, metavar="S", help="with --sample: which window of each period (default 1)")
     p.add_argument("--sample-phase", type=int, metavar="J",
                    help="with --sample: shifts the chosen window by J; phases 0..R-1 of one seed cover the run once")
+    p.add_argument("--sample-retranslate", action="store_true",
+                   help="with --sample: unprofiled windows run uninstrumented code, all code being retranslated "
+                   "at every switch; pays only with windows of millions of blocks (docs/results.md)")
     p.add_argument("--context-cache", action=argparse.BooleanOptionalAction, default=None,
                    help="look contexts up by the 16 innermost frames, a full unwind checking every 16th use "
                    "(default: on with --sample, off otherwise; mismatches are counted in the profile)")
@@ -103,6 +106,8 @@ def tool_argv(args: argparse.Namespace, out: str) -> list[str]:
         argv.append("--affinity=no")
     if getattr(args, "sample", False):
         argv.append("--sample=yes")
+    if getattr(args, "sample_retranslate", False):
+        argv.append("--sample-retranslate=yes")
     if getattr(args, "context_cache", None) is not None:
         argv.append(f"--context-cache={'yes' if args.context_cache else 'no'}")
     if args.log_file:
