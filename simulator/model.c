@@ -49,6 +49,9 @@ struct hs_model {
   hs_stream *streams;
   hs_u64 *dram_open;       /* open row of each bank (EMPTY: none) */
   hs_array pde;            /* paging-structure cache (--walk-cache) */
+  /* the line the stride prefetcher last prefetched, known present in the fill level until
+   * the next fill of any level (only a fill evicts): prefetching it again would do nothing */
+  hs_u64 stride_memo;
 };
 
 #define TOUCH_BITS 20  /* pages per bitmap (128 KiB of bits) */
@@ -200,6 +203,7 @@ hs_model *hs_new(const hs_config *cfg) {
   if (cfg->walk_cache && !array_init(m, &m->pde, HS_PDE_ENTRIES, HS_PDE_WAYS, 0)) return 0;
   m->last_line = EMPTY;
   m->last_page = EMPTY;
+  m->stride_memo = EMPTY;
   m->l1_line = cfg->level[0].line;
   m->l1_mask = ~(m->l1_line - 1);
   return m;
@@ -318,6 +322,7 @@ static void prefetch_into(hs_model *m, hs_u64 addr, unsigned p) {
   hs_u64 victim = EMPTY;
   unsigned flag;
   m->st.level[p].pf_issued++;
+  m->stride_memo = EMPTY;
   if (p == 0) m->last_line = EMPTY; /* the fill may demote the last line from MRU */
   ref(a, line, 0, 1, &victim, &flag);
   evicted(m, p, victim);
@@ -398,6 +403,7 @@ static unsigned walk_read(hs_model *m, hs_u64 addr) {
     hs_u64 victim = EMPTY;
     unsigned flag;
     if (ref(&m->cache[i], key_of(m, i, addr), 1, 0, &victim, &flag)) return m->lat[i];
+    m->stride_memo = EMPTY;
     evicted(m, i, victim);
   }
   if (m->dram_open && dram_row_hit(m, addr)) return m->cfg.dram_hit;
@@ -511,6 +517,7 @@ static void demand_line(hs_model *m, hs_u64 a) {
       break;
     }
     st->level[i].misses++;
+    m->stride_memo = EMPTY;
     if (!classified) { classify(m, a, &c); classified = 1; }
     CHARGE(c, misses[i]);
     evicted(m, i, victim);
@@ -580,7 +587,11 @@ static void stride_train(hs_model *m, hs_u64 addr, hs_u64 pc) {
   hs_u64 line = addr & m->l1_mask;
   for (unsigned k = 1; k <= m->cfg.pf_degree; k++) {
     hs_u64 t = addr + (hs_u64)(e->stride * (long long)(dist * k));
-    if ((t & m->l1_mask) != line) prefetch(m, t);
+    hs_u64 tl = t & m->l1_mask;
+    if (tl != line && tl != m->stride_memo) {
+      prefetch(m, t);
+      if (m->cfg.pf_level == 0) m->stride_memo = tl; /* (L2 fills by the streamer could evict from L2) */
+    }
   }
 }
 

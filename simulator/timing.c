@@ -91,7 +91,7 @@ static hs_tu64 line_ready(hs_timing *t, hs_tu64 addr) {
 
 void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latency, int l1_miss, int is_load,
                       unsigned size, hs_tu64 value) {
-  retire_until(t, instr);
+  if (t->n) retire_until(t, instr);
   hs_tu64 dispatch = instr * t->cpi + t->st.stall, start = dispatch, lat = (hs_tu64)latency * 100;
   int dependent = 0;
   if (is_load && t->cfg.deps == HS_DEPS_VALUE && t->vals_max > start) {
