@@ -19,7 +19,6 @@ from typing import Sequence
 
 from . import paths
 from .program_input import open_stdin
-from .allocators import display_name
 from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
 
 TOOL = "hlsim"
@@ -357,7 +356,7 @@ def label_of(r: dict) -> str:
     lay = r.get("layout") or {}
     if not lay:
         return "?"
-    name = display_name(lay["allocator"])
+    name = lay["allocator"]
     label = name if lay["policy"] == "none" else f"{lay['policy']}+{name}"
     if lay.get("user_preload"):
         label += f" (and the user's LD_PRELOAD={lay['user_preload']})"

@@ -48,7 +48,7 @@ def test_allocator_path_on_the_command_line(probe, tmp_path):
                               str(probe), "64", "24"], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert spread(r.stdout) > 1 << 30
-    assert "layout libhlperturb.so;" in r.stdout
+    assert f"layout {perturb_library()};" in r.stdout
     bad = subprocess.run(cli + ["--allocator", str(tmp_path / "missing.so"), "--", str(probe), "4", "24"], env=env,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "allocator library not found" in bad.stderr
