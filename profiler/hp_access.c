@@ -47,11 +47,18 @@ static VG_REGPARM(2) void hp_on_store(Addr a, UWord sz)
    after_access(o, sz);
 }
 
-/* An 8-byte integer store: also a possible pointer edge. */
+/* An 8-byte integer store: also a possible pointer edge. Pointer edges are recorded in every
+ * window of a sampled profile (the off-window guard of these stores is hp_heap_span): the
+ * planner's structure detection asks whether any store through a field ever linked two
+ * objects of one structure, which a sample of the stores answers "no" too often. */
 static VG_REGPARM(2) void hp_on_store8(Addr a, UWord value)
 {
    HpObj* o = hp_map_find(a);
    if (!o) return;
+   if (UNLIKELY(!hp_sample_on)) {
+      if (value - hp_heap_lo < hp_heap_span) hp_edges_store(o, a, value);
+      return;
+   }
    hp_clock++;
    o->stores++;
    o->sbytes += 8;
@@ -66,14 +73,16 @@ static void store_lanes(Addr a, UWord sz, const UWord* lane, Int nlanes)
 {
    HpObj* o = hp_map_find(a);
    if (!o) return;
-   hp_clock++;
-   o->stores++;
-   o->sbytes += sz;
+   if (hp_sample_on) {
+      hp_clock++;
+      o->stores++;
+      o->sbytes += sz;
+   }
    if (hp_opt.pointer_edges)
       for (Int i = 0; i < nlanes; i++)
          if (lane[i] - hp_heap_lo < hp_heap_span && a + 8 * (Addr)i - o->addr < o->size)
             hp_edges_store(o, a + 8 * (Addr)i, lane[i]);
-   after_access(o, sz);
+   if (hp_sample_on) after_access(o, sz);
 }
 
 static VG_REGPARM(3) void hp_on_store16(Addr a, UWord lo, UWord hi)
@@ -100,7 +109,6 @@ static const UInt code_size[8] = { 1, 2, 4, 8, 16, 32, 0, 0 };
 
 static VG_REGPARM(3) void hp_on_group(Addr base, ULong desc, UWord value)
 {
-   if (UNLIKELY(!hp_sample_on)) return;   /* the guard admits a few addresses just below the heap */
    Addr at[GROUP_MAX] = { 0 };
    UInt sz[GROUP_MAX];
    Int kind[GROUP_MAX];
@@ -112,6 +120,14 @@ static VG_REGPARM(3) void hp_on_group(Addr base, ULong desc, UWord value)
       at[n] = base + (Addr)(Long)(Short)(d & 0xffff);
       sz[n] = code_size[code];
       kind[n] = (d >> 19) & 3;
+   }
+   if (UNLIKELY(!hp_sample_on)) {   /* an off window: only a pointer store (see hp_on_store8) */
+      for (Int i = 0; i < n; i++)
+         if (kind[i] == 2 && hp_opt.pointer_edges) {
+            HpObj* o = hp_map_find(at[i]);
+            if (o && value - hp_heap_lo < hp_heap_span) hp_edges_store(o, at[i], value);
+         }
+      return;
    }
    HpObj* o = hp_map_find(at[0]);
    Bool same = o != NULL;
@@ -155,6 +171,7 @@ typedef struct {
 typedef struct {
    IRSB* sb;
    IRTemp lo, span;
+   IRTemp span_ptr;       /* the bound for stores that may write a pointer: edges in every window */
    IRTemp* root;          /* per temp: the temp it is a constant offset from (itself if none) */
    Long* root_off;
    IRTemp base;           /* the open group: base temp and members */
@@ -162,7 +179,10 @@ typedef struct {
    Member m[GROUP_MAX];
 } Instr;
 
-static IRExpr* heap_guard(Instr* in, IRExpr* addr)
+/* The bound temp: hp_guard_span (0 in an off window), or for a store that may write a
+ * pointer hp_heap_span when pointer edges are recorded in every window (the same value
+ * whenever accesses are profiled, so a full profile is unchanged). */
+static IRTemp span_temp(Instr* in, Bool ptr)
 {
    IRTypeEnv* env = in->sb->tyenv;
    if (in->lo == IRTemp_INVALID) {
@@ -171,12 +191,26 @@ static IRExpr* heap_guard(Instr* in, IRExpr* addr)
       addStmtToIRSB(in->sb, IRStmt_WrTmp(in->lo, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&hp_heap_lo))));
       addStmtToIRSB(in->sb, IRStmt_WrTmp(in->span, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&hp_guard_span))));
    }
+   if (!ptr || !hp_opt.pointer_edges || !hp_opt.sample) return in->span;
+   if (in->span_ptr == IRTemp_INVALID) {
+      in->span_ptr = newIRTemp(env, Ity_I64);
+      addStmtToIRSB(in->sb, IRStmt_WrTmp(in->span_ptr, IRExpr_Load(Iend_LE, Ity_I64, mkIRExpr_HWord((HWord)&hp_heap_span))));
+   }
+   return in->span_ptr;
+}
+
+static IRExpr* heap_guard_for(Instr* in, IRExpr* addr, Bool ptr)
+{
+   IRTypeEnv* env = in->sb->tyenv;
+   IRTemp span = span_temp(in, ptr);
    IRTemp d = newIRTemp(env, Ity_I64);
    IRTemp g = newIRTemp(env, Ity_I1);
    addStmtToIRSB(in->sb, IRStmt_WrTmp(d, IRExpr_Binop(Iop_Sub64, addr, IRExpr_RdTmp(in->lo))));
-   addStmtToIRSB(in->sb, IRStmt_WrTmp(g, IRExpr_Binop(Iop_CmpLT64U, IRExpr_RdTmp(d), IRExpr_RdTmp(in->span))));
+   addStmtToIRSB(in->sb, IRStmt_WrTmp(g, IRExpr_Binop(Iop_CmpLT64U, IRExpr_RdTmp(d), IRExpr_RdTmp(span))));
    return IRExpr_RdTmp(g);
 }
+
+static IRExpr* heap_guard(Instr* in, IRExpr* addr) { return heap_guard_for(in, addr, False); }
 
 /* A vector store: its 64-bit lanes go to the helper as values (pointer edges). */
 static void add_vector_store(Instr* in, IRExpr* addr, IRExpr* data, IRType ty)
@@ -200,7 +234,7 @@ static void add_vector_store(Instr* in, IRExpr* addr, IRExpr* data, IRType ty)
                              mkIRExprVec_5(addr, IRExpr_RdTmp(t[0]), IRExpr_RdTmp(t[1]), IRExpr_RdTmp(t[2]),
                                            IRExpr_RdTmp(t[3])));
    }
-   di->guard = heap_guard(in, addr);
+   di->guard = heap_guard_for(in, addr, True);
    addStmtToIRSB(in->sb, IRStmt_Dirty(di));
 }
 
@@ -215,7 +249,7 @@ static void add_event(Instr* in, Int kind, IRExpr* addr, IRExpr* arg, IRExpr* gu
    default: name = "hp_on_store8"; fn = hp_on_store8; break;
    }
    IRDirty* di = unsafeIRDirty_0_N(2, name, VG_(fnptr_to_fnentry)(fn), mkIRExprVec_2(addr, arg));
-   di->guard = guard ? guard : heap_guard(in, addr);
+   di->guard = guard ? guard : heap_guard_for(in, addr, kind == 2);
    addStmtToIRSB(in->sb, IRStmt_Dirty(di));
 }
 
@@ -238,6 +272,7 @@ static void flush_group(Instr* in)
    Long lo_off = in->m[0].off, hi_end = 0;
    ULong desc = ~0ULL;
    IRExpr* value = mkIRExpr_HWord(0);
+   Bool ptr = False;
    for (Int i = 0; i < in->n; i++) {
       Member* mb = &in->m[i];
       if (mb->off < lo_off) lo_off = mb->off;
@@ -245,18 +280,18 @@ static void flush_group(Instr* in)
       ULong d = ((ULong)(UShort)(Short)mb->off) | ((ULong)size_code(mb->size) << 16) | ((ULong)mb->kind << 19);
       desc &= ~(0x1fffffULL << (21 * i));
       desc |= d << (21 * i);
-      if (mb->kind == 2) value = mb->arg;
+      if (mb->kind == 2) { value = mb->arg; ptr = True; }
    }
    /* guard: the group's bytes [base+lo_off, base+hi_end) may overlap the heap span, i.e.
     * base+lo_off lies in [lo - ext, lo + span) with ext = hi_end - lo_off */
    ULong ext = (ULong)(hi_end - lo_off);
-   if (in->lo == IRTemp_INVALID) (void)heap_guard(in, IRExpr_Const(IRConst_U64(0)));
+   IRTemp span = span_temp(in, ptr);
    IRTemp a = newIRTemp(env, Ity_I64), d = newIRTemp(env, Ity_I64), lim = newIRTemp(env, Ity_I64);
    IRTemp g = newIRTemp(env, Ity_I1);
    addStmtToIRSB(in->sb, IRStmt_WrTmp(a, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(in->base),
                                                       IRExpr_Const(IRConst_U64((ULong)lo_off + ext)))));
    addStmtToIRSB(in->sb, IRStmt_WrTmp(d, IRExpr_Binop(Iop_Sub64, IRExpr_RdTmp(a), IRExpr_RdTmp(in->lo))));
-   addStmtToIRSB(in->sb, IRStmt_WrTmp(lim, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(in->span),
+   addStmtToIRSB(in->sb, IRStmt_WrTmp(lim, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(span),
                                                         IRExpr_Const(IRConst_U64(ext)))));
    addStmtToIRSB(in->sb, IRStmt_WrTmp(g, IRExpr_Binop(Iop_CmpLT64U, IRExpr_RdTmp(d), IRExpr_RdTmp(lim))));
    IRDirty* di = unsafeIRDirty_0_N(3, "hp_on_group", VG_(fnptr_to_fnentry)(hp_on_group),
@@ -307,7 +342,7 @@ IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bbIn, const VexGuestLayout
    Bool sp_small[256];
    Bool* sp_based = ntemps <= 256 ? sp_small : VG_(malloc)("hp.spbased", ntemps);
    VG_(memset)(sp_based, 0, ntemps);
-   in.lo = in.span = IRTemp_INVALID;
+   in.lo = in.span = in.span_ptr = IRTemp_INVALID;
    in.root = VG_(malloc)("hp.root", (ntemps ? ntemps : 1) * sizeof(IRTemp));
    in.root_off = VG_(malloc)("hp.rootoff", (ntemps ? ntemps : 1) * sizeof(Long));
    for (Int t = 0; t < ntemps; t++) { in.root[t] = t; in.root_off[t] = 0; }

@@ -42,11 +42,15 @@ void hp_edges_store(HpObj* from, Addr at, UWord value)
 
 void hp_edges_fini(void)
 {
+   /* A sampled profile records pointer stores in every window (hp_access.c), so its counts
+    * are exact; only off windows run without instrumentation (--sample-retranslate) are
+    * they a sample, written times R. */
+   ULong r = hp_opt.sample_retranslate ? hp_sample_period : 1;
    for (ULong i = 0; i <= edges.mask; i++) {
       HpCount* c = &edges.tab[i];
       if (!c->n) continue;
-      hp_out_printf("P %llu %lld %llu %llu %llu\n", c->k1 >> 32, (Long)c->k2, c->k1 & 0xffffffffULL, hp_est(c->n),
-                    hp_est(hp_cm_get(&adjacent, c->k1, c->k2)));
+      hp_out_printf("P %llu %lld %llu %llu %llu\n", c->k1 >> 32, (Long)c->k2, c->k1 & 0xffffffffULL, c->n * r,
+                    hp_cm_get(&adjacent, c->k1, c->k2) * r);
    }
    hp_cm_write_dropped(&edges, "pointer_edges");
 }
