@@ -1,6 +1,6 @@
 /* hlsim model: see model.h. Plain C, no library calls. */
 #include "model.h"
-#include "tunables.h"
+#include "timing_access.h"
 
 #define EMPTY (~0ULL) /* an empty way; (EMPTY >> 1) is no line number a 64-bit address has */
 
@@ -17,6 +17,7 @@ typedef struct {
   hs_u64 pc, last;
   long long stride;
   unsigned conf;
+  unsigned dist; /* strides to look ahead, at least a line: set with the stride (no division per access) */
 } hs_stride_ent;
 
 /* one L2 streamer stream: a 4 KiB page, the last line offset in it, the direction seen
@@ -48,10 +49,12 @@ struct hs_model {
   unsigned l2pf_level;     /* level the L2 prefetchers fill: L2, or the LL with two levels */
   hs_stream *streams;
   hs_u64 *dram_open;       /* open row of each bank (EMPTY: none) */
+  unsigned dram_row_shift; /* log2 of the row size (a power of two): no division per memory read */
   hs_array pde;            /* paging-structure cache (--walk-cache) */
   /* the line the stride prefetcher last prefetched, known present in the fill level until
    * the next fill of any level (only a fill evicts): prefetching it again would do nothing */
   hs_u64 stride_memo;
+  hs_u64 memo_page, memo_frame; /* frame_memo(): EMPTY is no page number */
 };
 
 #define TOUCH_BITS 20  /* pages per bitmap (128 KiB of bits) */
@@ -199,11 +202,13 @@ hs_model *hs_new(const hs_config *cfg) {
     m->dram_open = (hs_u64 *)cfg->alloc(cfg->ctx, cfg->dram_banks * sizeof(hs_u64));
     if (!m->dram_open) return 0;
     for (unsigned i = 0; i < cfg->dram_banks; i++) m->dram_open[i] = EMPTY;
+    m->dram_row_shift = log2u(cfg->dram_row);
   }
   if (cfg->walk_cache && !array_init(m, &m->pde, HS_PDE_ENTRIES, HS_PDE_WAYS, 0)) return 0;
   m->last_line = EMPTY;
   m->last_page = EMPTY;
   m->stride_memo = EMPTY;
+  m->memo_page = EMPTY;
   m->l1_line = cfg->level[0].line;
   m->l1_mask = ~(m->l1_line - 1);
   return m;
@@ -259,12 +264,19 @@ static inline int ref(hs_array *a, hs_u64 key, int demand, unsigned newflag, hs_
   return 0;
 }
 
-static inline int probe(hs_array *a, hs_u64 key) {
+/* A prefetch's fill: nothing if `key` is present (its LRU position unchanged), else insert
+ * it at MRU with the prefetch tag and return 1 (*victim: the evicted entry). The same as a
+ * look-up followed by ref()'s miss path, with one scan of the set instead of two. */
+static inline int fill_absent(hs_array *a, hs_u64 key, hs_u64 *victim) {
   hs_u64 *s = set_of(a, key);
   hs_u64 k = key << 1;
-  for (unsigned i = 0; i < a->ways; i++)
-    if ((s[i] & ~1ULL) == k) return 1;
-  return 0;
+  unsigned w = a->ways;
+  for (unsigned i = 0; i < w; i++)
+    if ((s[i] & ~1ULL) == k) return 0;
+  *victim = s[w - 1];
+  for (unsigned j = w - 1; j > 0; j--) s[j] = s[j - 1];
+  s[0] = k | 1;
+  return 1;
 }
 
 /* The key of the line holding `a` in cache level `lvl`: its line number, or with --phys-index
@@ -281,10 +293,20 @@ static inline hs_u64 frame_of(hs_u64 page) {
   return x ^ (x >> 31);
 }
 
-static inline hs_u64 key_of(const hs_model *m, unsigned lvl, hs_u64 a) {
+/* frame_of of the last page asked: a miss's L2, LL and DRAM lookups, and the streamer's
+ * prefetches, ask for the same page in a row */
+static inline hs_u64 frame_memo(hs_model *m, hs_u64 page) {
+  if (page != m->memo_page) {
+    m->memo_page = page;
+    m->memo_frame = frame_of(page);
+  }
+  return m->memo_frame;
+}
+
+static inline hs_u64 key_of(hs_model *m, unsigned lvl, hs_u64 a) {
   unsigned shift = m->cache[lvl].shift;
   if (!m->cfg.phys_index || lvl == 0 || shift > 12) return a >> shift;
-  return frame_of(a >> 12) << (12 - shift) | ((a & 4095) >> shift);
+  return frame_memo(m, a >> 12) << (12 - shift) | ((a & 4095) >> shift);
 }
 
 static void evicted(hs_model *m, unsigned lvl, hs_u64 victim) {
@@ -300,8 +322,8 @@ static void evicted(hs_model *m, unsigned lvl, hs_u64 victim) {
 /* DRAM: whether the row holding `addr` is open in its bank (then it stays open; otherwise
  * it is opened). Consecutive rows go to different banks. */
 static int dram_row_hit(hs_model *m, hs_u64 addr) {
-  if (m->cfg.phys_index) addr = frame_of(addr >> 12) << 12 | (addr & 4095); /* rows hold physical pages */
-  hs_u64 row = addr / m->cfg.dram_row;
+  if (m->cfg.phys_index) addr = frame_memo(m, addr >> 12) << 12 | (addr & 4095); /* rows hold physical pages */
+  hs_u64 row = addr >> m->dram_row_shift;
   hs_u64 bank = (row ^ (row >> 7) ^ (row >> 13)) & (m->cfg.dram_banks - 1);
   m->st.dram_accesses++;
   if (m->dram_open[bank] == row) {
@@ -316,15 +338,12 @@ static void streamer_train(hs_model *m, hs_u64 addr);
 
 /* A prefetch of the line holding `addr` into level `p` and the levels beyond it. */
 static void prefetch_into(hs_model *m, hs_u64 addr, unsigned p) {
-  hs_array *a = &m->cache[p];
-  hs_u64 line = key_of(m, p, addr);
-  if (probe(a, line)) return;
   hs_u64 victim = EMPTY;
   unsigned flag;
+  if (!fill_absent(&m->cache[p], key_of(m, p, addr), &victim)) return;
   m->st.level[p].pf_issued++;
   m->stride_memo = EMPTY;
   if (p == 0) m->last_line = EMPTY; /* the fill may demote the last line from MRU */
-  ref(a, line, 0, 1, &victim, &flag);
   evicted(m, p, victim);
   unsigned i = p + 1;
   for (; i < m->cfg.nlevels; i++) {
@@ -569,6 +588,7 @@ static void stride_train(hs_model *m, hs_u64 addr, hs_u64 pc) {
     e->last = addr;
     e->stride = 0;
     e->conf = 0;
+    e->dist = 1;
     return;
   }
   long long d = (long long)(addr - e->last);
@@ -580,10 +600,11 @@ static void stride_train(hs_model *m, hs_u64 addr, hs_u64 pc) {
     e->conf--;
   } else {
     e->stride = d;
+    hs_u64 abs = (hs_u64)(d < 0 ? -d : d);
+    e->dist = abs >= m->l1_line ? 1 : (unsigned)((m->l1_line + abs - 1) / abs); /* look at least a line ahead */
   }
   if (e->conf < m->cfg.stride_conf || e->stride == 0) return;
-  hs_u64 abs = (hs_u64)(e->stride < 0 ? -e->stride : e->stride);
-  hs_u64 dist = abs >= m->l1_line ? 1 : (m->l1_line + abs - 1) / abs; /* look at least a line ahead */
+  hs_u64 dist = e->dist;
   hs_u64 line = addr & m->l1_mask;
   for (unsigned k = 1; k <= m->cfg.pf_degree; k++) {
     hs_u64 t = addr + (hs_u64)(e->stride * (long long)(dist * k));

@@ -43,14 +43,8 @@ typedef struct hs_timing hs_timing;
 void hs_timing_default(hs_timing_cfg *c);
 const char *hs_timing_check(const hs_timing_cfg *c);
 hs_timing *hs_timing_new(const hs_timing_cfg *c, void *(*alloc)(void *ctx, hs_tu64 bytes), void *ctx);
-/* One demand access at instruction `instr` that was served after `latency` cycles; `l1_miss`
- * when the L1 missed (it then takes a fill buffer); `value` is what a load of 8 bytes read
- * (0 if unknown or not a load of 8). */
-void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latency, int l1_miss, int is_load,
-                      unsigned size, hs_tu64 value);
-/* A prefetch of the line holding `addr`, triggered by the last access, served after `latency`
- * cycles: a demand access to the line before it arrives waits for it (timeliness). */
-void hs_timing_prefetch(hs_timing *t, hs_tu64 addr, unsigned latency);
+/* The per-access calls, hs_timing_access (one demand access) and hs_timing_prefetch (a
+ * prefetch triggered by it), are inline in timing_access.h. */
 /* Cycles of the whole run after `instr` instructions: dispatch time or the last completion. */
 hs_tu64 hs_timing_cycles(hs_timing *t, hs_tu64 instr);
 const hs_timing_stats *hs_timing_get_stats(const hs_timing *t);
