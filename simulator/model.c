@@ -273,9 +273,14 @@ static inline int fill_absent(hs_array *a, hs_u64 key, hs_u64 *victim) {
   unsigned w = a->ways;
   for (unsigned i = 0; i < w; i++)
     if ((s[i] & ~1ULL) == k) return 0;
+#ifdef HS_NO_FASTPATH
+  unsigned flag;
+  ref(a, key, 0, 1, victim, &flag); /* the second scan, as before this shortcut */
+#else
   *victim = s[w - 1];
   for (unsigned j = w - 1; j > 0; j--) s[j] = s[j - 1];
   s[0] = k | 1;
+#endif
   return 1;
 }
 
@@ -296,11 +301,16 @@ static inline hs_u64 frame_of(hs_u64 page) {
 /* frame_of of the last page asked: a miss's L2, LL and DRAM lookups, and the streamer's
  * prefetches, ask for the same page in a row */
 static inline hs_u64 frame_memo(hs_model *m, hs_u64 page) {
+#ifdef HS_NO_FASTPATH
+  (void)m;
+  return frame_of(page);
+#else
   if (page != m->memo_page) {
     m->memo_page = page;
     m->memo_frame = frame_of(page);
   }
   return m->memo_frame;
+#endif
 }
 
 static inline hs_u64 key_of(hs_model *m, unsigned lvl, hs_u64 a) {
@@ -323,7 +333,11 @@ static void evicted(hs_model *m, unsigned lvl, hs_u64 victim) {
  * it is opened). Consecutive rows go to different banks. */
 static int dram_row_hit(hs_model *m, hs_u64 addr) {
   if (m->cfg.phys_index) addr = frame_memo(m, addr >> 12) << 12 | (addr & 4095); /* rows hold physical pages */
+#ifdef HS_NO_FASTPATH
+  hs_u64 row = addr / m->cfg.dram_row;
+#else
   hs_u64 row = addr >> m->dram_row_shift;
+#endif
   hs_u64 bank = (row ^ (row >> 7) ^ (row >> 13)) & (m->cfg.dram_banks - 1);
   m->st.dram_accesses++;
   if (m->dram_open[bank] == row) {
@@ -605,6 +619,10 @@ static void stride_train(hs_model *m, hs_u64 addr, hs_u64 pc) {
   }
   if (e->conf < m->cfg.stride_conf || e->stride == 0) return;
   hs_u64 dist = e->dist;
+#ifdef HS_NO_FASTPATH
+  hs_u64 abs = (hs_u64)(e->stride < 0 ? -e->stride : e->stride);
+  dist = abs >= m->l1_line ? 1 : (m->l1_line + abs - 1) / abs;
+#endif
   hs_u64 line = addr & m->l1_mask;
   for (unsigned k = 1; k <= m->cfg.pf_degree; k++) {
     hs_u64 t = addr + (hs_u64)(e->stride * (long long)(dist * k));

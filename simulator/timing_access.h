@@ -75,7 +75,11 @@ static inline hs_tu64 line_ready(hs_timing *t, hs_tu64 addr) {
 static HS_ALWAYS_INLINE void hs_timing_access(hs_timing *t, hs_tu64 instr, hs_tu64 addr, unsigned latency, int l1_miss, int is_load,
                       unsigned size, hs_tu64 value) {
   /* (what retire_until would find first: nothing to retire, most of the time) */
+#ifdef HS_NO_FASTPATH
+  if (t->n) retire_until(t, instr);
+#else
   if (t->n && (t->fifo[t->head].instr + t->cfg.rob <= instr || t->n == HS_FIFO)) retire_until(t, instr);
+#endif
   hs_tu64 dispatch = instr * t->cpi + t->st.stall, start = dispatch, lat = (hs_tu64)latency * 100;
   int dependent = 0;
   if (is_load && t->cfg.deps == HS_DEPS_VALUE && t->vals_max > start) {

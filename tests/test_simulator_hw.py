@@ -116,6 +116,51 @@ def test_timing_leaves_counts_alone_and_fast_paths_agree(build_dir, model_test):
         assert sim(model_test, trace, *opts) == sim(slow, trace, *opts)
 
 
+def hw_mixed_trace(seed: int, n: int = 30000) -> str:
+    """What the --hw shortcuts see in real runs: strided walks of several instructions with
+    strides below and above a line (the stride prefetcher's look-ahead), small linked nodes
+    whose loads read the next node's address (dependent loads in flight), stores, page hops
+    and far jumps (page walks, DRAM rows, physical frames)."""
+    rng = random.Random(seed)
+    nodes = [BASE + (1 << 22) + rng.randrange(0, 1 << 16) * 48 for _ in range(3000)]
+    cursors = {pc: BASE + rng.randrange(0, 1 << 20) for pc in range(8)}
+    steps = (8, 16, 24, 40, -8, 72, 128, -200)
+    out, node, instr = [], 0, 0
+    for _ in range(n):
+        r = rng.random()
+        instr += rng.randrange(1, 6)
+        if r < 0.45:
+            pc = rng.randrange(8)
+            cursors[pc] = (cursors[pc] + steps[pc]) & ((1 << 47) - 1)
+            a, v, kind = cursors[pc], 0, "W" if rng.random() < 0.25 else "R"
+        elif r < 0.8:
+            pc, nxt = 8, rng.randrange(len(nodes))
+            a, v, kind = nodes[node] + rng.choice((0, 8, 16)), nodes[nxt], "R"
+            node = nxt
+        else:
+            pc = 9
+            a, v, kind = BASE + rng.randrange(0, 1 << 30) & ~7, 0, "R"
+        out.append(f"{kind} {a:x} 8 {0x401000 + 16 * pc:x} {instr} {v:x}\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("opts", [
+    ("--hw=yes",), ("--hw=yes", "--line=32"), ("--hw=yes", "--pf-degree=3"), ("--hw=yes", "--dram-geometry=8,2048"),
+    ("--hw=yes", "--pf-adjacent=yes", "--deps=all"), ("--timing=mlp", "--prefetch=stride", "--pf-streamer=yes"),
+])
+def test_hw_shortcuts_match_the_full_model(build_dir, model_test, opts):
+    # model_test_slow (HS_NO_FASTPATH) takes none of the shortcuts of the --hw path (timing
+    # retirement check, stride look-ahead kept per entry, one set scan per prefetch fill,
+    # DRAM row by shift, frame memo): every count and the time estimate must be identical.
+    slow = build_dir / "tests" / "simulator" / "model_test_slow"
+    for seed in (1, 2):
+        trace = hw_mixed_trace(seed)
+        fast_r, slow_r = sim(model_test, trace, *opts), sim(slow, trace, *opts)
+        assert fast_r == slow_r
+        assert fast_r["levels"][0]["pf_issued"] > 1000 and fast_r["timing"]["dependent"] > 1000
+        assert fast_r["walks"] > 100 or "--hw=yes" not in opts
+
+
 # ----------------------------------------------------------------------------- L2 prefetchers
 
 def test_streamer_follows_a_stream_within_pages(model_test):
