@@ -55,6 +55,7 @@ typedef struct {
    ULong sample_window;   /* window length in executed superblocks */
    ULong sample_seed;     /* picks which window of every R */
    Bool sample_retranslate; /* off windows run uninstrumented translations (discarded at each switch) */
+   Bool sample_edges;     /* pointer edges recorded in every window too (exact P counts) */
    UInt sample_phase;     /* added to the picked offset: phases 0..R-1 of one seed partition the run */
 } HpOptions;
 extern HpOptions hp_opt;
@@ -155,6 +156,13 @@ void hp_stream_gap(void);      /* the next access is written even if it repeats 
 extern ULong hp_guard_span;    /* the bound translated code checks: hp_heap_span, 0 while off */
 extern Bool hp_sample_on;
 extern Bool hp_sample_bare;    /* translate without instrumentation (an off window, --sample-retranslate) */
+/* Pointer stores recorded in off windows too, so P counts are exact (--sample-edges, default
+ * yes): the planner's structure detection tests whether any store linked a field, which a
+ * sample answers "no" too often. Not with --sample-retranslate (off windows are bare). */
+static inline Bool hp_edges_every_window(void)
+{
+   return hp_opt.sample && hp_opt.pointer_edges && hp_opt.sample_edges && !hp_opt.sample_retranslate;
+}
 extern UInt hp_sample_period;  /* 1 when not sampling */
 void hp_sample_init(void);
 void hp_sample_tick(ULong blocks);  /* at every scheduler boundary */

@@ -45,7 +45,7 @@ void hp_edges_fini(void)
    /* A sampled profile records pointer stores in every window (hp_access.c), so its counts
     * are exact; only off windows run without instrumentation (--sample-retranslate) are
     * they a sample, written times R. */
-   ULong r = hp_opt.sample_retranslate ? hp_sample_period : 1;
+   ULong r = hp_edges_every_window() ? 1 : hp_sample_period;
    for (ULong i = 0; i <= edges.mask; i++) {
       HpCount* c = &edges.tab[i];
       if (!c->n) continue;

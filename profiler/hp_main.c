@@ -20,6 +20,7 @@ HpOptions hp_opt = {
    .sample_period = 10,
    .sample_window = 100000,
    .sample_seed = 1,
+   .sample_edges = True,
 };
 
 static const HChar* objects_arg = "all";
@@ -51,6 +52,7 @@ static Bool hp_process_cmd_line_option(const HChar* arg)
    else if VG_BINT_CLO(arg, "--sample-seed", l, 0, 1LL << 62) { hp_opt.sample_seed = l; }
    else if VG_BINT_CLO(arg, "--sample-phase", l, 0, 1 << 20) { hp_opt.sample_phase = l; }
    else if VG_BOOL_CLO(arg, "--sample-retranslate", hp_opt.sample_retranslate) {}
+   else if VG_BOOL_CLO(arg, "--sample-edges", hp_opt.sample_edges) {}
    else if VG_STR_CLO(arg, "--objects", tmp_str) {
       objects_arg = tmp_str;
       if (VG_STREQ(tmp_str, "all")) hp_opt.objects = 2;
@@ -85,7 +87,8 @@ static void hp_print_usage(void)
 "    --sample-seed=<s>         picks which window of every period is profiled [1]\n"
 "    --sample-phase=<j>        shifts that choice by j: phases 0..r-1 of one seed cover the run once [0]\n"
 "    --sample-retranslate=yes|no  off windows run uninstrumented code; all code is retranslated\n"
-"                              at every switch (use windows of millions of blocks) [no]\n");
+"                              at every switch (use windows of millions of blocks) [no]\n"
+"    --sample-edges=yes|no     record pointer edges in every window (exact P counts) [yes]\n");
 }
 
 static void hp_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
@@ -134,6 +137,7 @@ static void write_header(void)
       hp_out_printf("H sample_seed %llu\n", hp_opt.sample_seed);
       hp_out_printf("H sample_phase %u\n", hp_opt.sample_phase);
       hp_out_printf("H sample_retranslate %d\n", hp_opt.sample_retranslate ? 1 : 0);
+      hp_out_printf("H sample_edges %d\n", hp_edges_every_window() ? 1 : 0);
    }
    hp_out_puts("H trim ");
    hp_out_escaped(hp_opt.trim[0] ? hp_opt.trim : "-");

@@ -94,6 +94,35 @@ def test_pointer_edges_are_exact_in_every_phase(full_and_phases) -> None:
         assert keyed(p, p.adjacent_links) == keyed(full, full.adjacent_links)
 
 
+def test_sampled_pointer_edges_without_every_window(full_and_phases, health: list[str], build_dir: Path,
+                                                    tmp_path: Path) -> None:
+    """--sample-edges=no: pointer stores are profiled in the sampled windows only and written
+    times R, so the phases' estimates add up to R times the full counts."""
+    full, _ = full_and_phases
+    fids = {c.id: full.context_key(c) for c in full.contexts.values()}
+    fk = {(fids[a], off, fids[b]): n for (a, off, b), n in full.pointer_edges.items()}
+    env = dict(os.environ, VALGRIND_LIB=str(build_dir / "profiler" / "lib"))
+    env.pop("LD_PRELOAD", None)
+    total: dict = {}
+    for j in range(PERIOD):
+        out = tmp_path / f"e{j}.prof"
+        r = subprocess.run(["valgrind", "-q", "--tool=hlprof", f"--out-file={out}", "--sample=yes", "--sample-edges=no",
+                            f"--sample-period={PERIOD}", f"--sample-window={WINDOW}", "--sample-seed=7",
+                            f"--sample-phase={j}", *health], env=env, capture_output=True, timeout=300)
+        assert r.returncode == 0, r.stderr.decode()[-2000:]
+        p = read_profile(out, with_stream=False, with_objects=False)
+        assert p.header["sample_edges"] == "0"
+        ids = {c.id: p.context_key(c) for c in p.contexts.values()}
+        phase = {}
+        for (a, off, b), n in p.pointer_edges.items():
+            assert n % PERIOD == 0
+            key = (ids[a], off, ids[b])
+            phase[key] = n
+            total[key] = total.get(key, 0) + n
+        assert phase != fk   # a sample, not the exact counts
+    assert total == {k: PERIOD * n for k, n in fk.items()}
+
+
 def test_each_phase_estimates_within_bounds(full_and_phases) -> None:
     full, phases = full_and_phases
     total = full.summary["heap_accesses"]
