@@ -5,8 +5,9 @@
     python3 profiler/bench_merge.py --program lua5.4 --scale rounds --k 4 --dir DIR [--rounds 7]
 
 The short input is the program's training input; the long one is the same generator, seed
-and parameters with the parameter named by --scale multiplied by k (a generator whose work
-grows with that parameter: lua's `rounds`). The short input is profiled k times (separate
+and parameters with the parameters named by --scale multiplied by k (a generator whose work
+grows with them: lua's `rounds`; sqlite3's `rounds,orders`, k times the rounds of the same
+size, on a table that grows k times). The short input is profiled k times (separate
 runs), the k profiles merged, and the long input profiled once; both are planned with
 `heaplayout plan --strategy halo` and compared with compare_plans.py (the long run's plan
 in the role of the full one). With --rounds N > 0 both plans and the allocator alone are
@@ -35,9 +36,10 @@ from benchmarks.real.outputs import file_digest  # noqa: E402
 
 def write_scaled(p: corpus.Program, scale: str, k: int, dest: Path) -> Path:
     params = dict(p.train.params)
-    if scale not in params:
-        raise SystemExit(f"{p.name}: the training input has no parameter {scale!r} ({', '.join(params)})")
-    params[scale] = params[scale] * k
+    for name in scale.split(","):
+        if name not in params:
+            raise SystemExit(f"{p.name}: the training input has no parameter {name!r} ({', '.join(params)})")
+        params[name] = params[name] * k
     dest.mkdir(parents=True, exist_ok=True)
     for name, content in generators.load(p.generator)(params, random.Random(p.train.seed)).items():
         (dest / name).write_bytes(content)
@@ -47,10 +49,11 @@ def write_scaled(p: corpus.Program, scale: str, k: int, dest: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--program", required=True)
-    ap.add_argument("--scale", required=True, help="the generator parameter that sets the run's length")
+    ap.add_argument("--scale", required=True, help="the generator parameters (comma-separated) that set the run's length")
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--dir", required=True)
     ap.add_argument("--rounds", type=int, default=0, help="timed rounds on the measuring input (0: none)")
+    ap.add_argument("--floor", action="store_true", help="profile the long input twice (the noise floor)")
     ap.add_argument("--profile-opt", action="append", default=[], help="extra `heaplayout profile` option")
     args = ap.parse_args()
     root = Path(args.dir)
@@ -68,10 +71,12 @@ def main() -> int:
     subprocess.run([*HL, "profile", "merge", *shorts, "-o", str(merged)], check=True, stdout=subprocess.DEVNULL)
     longp = w / "long.prof"
     profile(p, long_, longp, args.profile_opt)
+    if args.floor:   # a second long run: how much two profiles of one input differ
+        profile(p, long_, w / "long2.prof", args.profile_opt)
     for name in ("merged", "long", "short0"):
         plan(w / f"{name}.prof", w / f"{name}.plan")
     print(f"# load average: {os.getloadavg()[0]:.2f}", flush=True)
-    for name in ("merged", "short0"):
+    for name in ("merged", "short0", *(("long2",) if args.floor else ())):
         r = compare(str(longp), str(w / f"{name}.prof"))
         print(f"{p.name}: long (x{args.k}) against {name}: Jaccard {r['group_jaccard']:.3f}, pairs "
               f"{r['pair_agreement']:.3f}, groups {r['groups_full']}/{r['groups_sampled']}, hot contexts "
