@@ -105,6 +105,8 @@ def main() -> int:
     ap.add_argument("--sampled-config", default="sample")
     ap.add_argument("--strategy", default="halo")
     ap.add_argument("--hot", type=float, default=0.9, help="share of the full plan's grouped accesses (default 0.9)")
+    ap.add_argument("--plan-opt", action="append", default=[],
+                    help="extra `heaplayout plan` option for both plans, e.g. --plan-opt=--shape-merge=0")
     args = ap.parse_args()
     pairs = [(args.full, args.full, args.sampled)] if not args.dir else [
         (f.name[:-len(f".{args.full_config}.prof")], str(f),
@@ -117,7 +119,7 @@ def main() -> int:
         if not Path(sampled).exists():
             continue
         try:
-            r = compare(full, sampled, args.strategy, args.hot)
+            r = compare(full, sampled, args.strategy, args.hot, args.plan_opt)
         except SystemExit as err:
             if not args.dir:
                 raise
