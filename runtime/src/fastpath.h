@@ -120,19 +120,17 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
   hl_assert(tp != NULL && tp != HL_TP_WALK && !tp->counting);
   size_t cls = (size_t)(list - tp->free);
   hl_assert(c == (tp->queue[cls] ? NULL : tp->cur));
-  char *b = c->bump;
-  if (b == NULL) __builtin_unreachable(); /* a chunk's bump pointer: the caller need not test */
+  if (HL_UNLIKELY(tp->interleave)) return hl_tpool_bump_interleaved(tp, c, (uint8_t)cls, 0);
+  /* the class's span (alloc.c, span_carve); empty or used up: the slow path carves one */
+  char *b = tp->span_bump[cls];
   size_t csize = hl_class_size[cls];
-  /* a 16-multiple class after an odd-multiple one: 8 bytes of padding, as the slow path's
-   * has_room pads (tested only when the bump is not 16-aligned, which only odd-multiple
-   * classes leave). Through the slow path, a packed group of 24- and 32-byte objects
-   * (apa_split) paid about 200 instructions for every other allocation. */
-  if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, (uint8_t)cls)) b += 8;
-  if (HL_UNLIKELY((size_t)(c->end - b) < csize)) return NULL;
+  if (HL_UNLIKELY((size_t)(tp->span_end[cls] - b) < csize)) return NULL;
   if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
-  c->bump = b + csize;
-  *hl_sizemap_entry_used(c, b) = (uint8_t)cls;
-  c->live++;
+  hl_chunk *sc = hl_chunk_of(b);
+  hl_assert(sc->magic == HL_CHUNK_MAGIC && sc->in_use && atomic_load_explicit(&sc->owner, memory_order_relaxed) == tp);
+  tp->span_bump[cls] = b + csize;
+  *hl_sizemap_entry_used(sc, b) = (uint8_t)cls;
+  sc->live++;
   return b;
 }
 

@@ -96,6 +96,7 @@ typedef struct hl_options {
   uint32_t cc_block;
   uint32_t chunk_colors; /* new chunks cycle through this many start offsets (1: none) */
   uint32_t spare_chunks; /* empty chunks kept resident for reuse */
+  uint32_t span_bytes;   /* fresh space is carved per size class in spans of this size (alloc.c) */
   uint32_t min_align;    /* 8: slots of odd multiples of 8 may be 8-aligned (size_class.c); 0 unset */
   uint32_t min_align_env; /* min_align came from the environment (it then covers site pools too) */
   int stats;             /* print the per-pool table on stderr at exit */
@@ -265,6 +266,11 @@ typedef struct hl_tpool {
    * class, else NULL. The bump then tests one pointer, as it tested cur before sharding
    * (a separate test of the queue cost 3 instructions on every bump: treeadd +2%) */
   hl_chunk *bump_in[HL_NCLASSES];
+  /* Fresh space of each class but in a plan's group: a span carved from a chunk's bump
+   * region (alloc.c, span_carve), bumped one slot at a time while no chunk is queued for
+   * the class (bump_in); empty (NULL, NULL) until the class's first slot and after the
+   * span's chunk leaves the pool. */
+  char *span_bump[HL_NCLASSES], *span_end[HL_NCLASSES];
   const uint8_t *classes;   /* small-size class table (size_class.c) */
   hl_chunk *cur;            /* fresh space is bumped here */
   hl_chunk *others;         /* the pool's other chunks */
@@ -278,6 +284,9 @@ typedef struct hl_tpool {
    * on the fast path. */
   uint8_t multi;
   uint8_t counting;         /* statistics are on: frees take the counting path (hl_free_slot_counted) */
+  /* a plan's group: fresh slots of every class are bumped in allocation order in the
+   * current chunk, as HALO's group allocator places them, not in per-class spans */
+  uint8_t interleave;
   uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
   /* the largest request the site-direct pop may serve from this pool by its class table
    * (fastpath.h): max_size, the global limit and the table's 256 bytes; 0 with statistics */
@@ -453,8 +462,32 @@ static inline __attribute__((always_inline)) int hl_slot_push(hl_tpool *tp, hl_c
   return 1;
 }
 
-/* The allocation fast path: the most recently freed slot of the class, else fresh bump
- * space in the current chunk; NULL when neither is there (then hl_tpool_alloc_slow). It
+/* Fresh space of a plan's group (tp->interleave) in chunk c (bump_in: the current one):
+ * its bump pointer, whatever the class, so that objects allocated together lie together,
+ * as HALO's group allocator places them. NULL: the chunk is full. */
+static inline __attribute__((always_inline)) void *hl_tpool_bump_interleaved(hl_tpool *tp, hl_chunk *c, uint8_t cls,
+                                                                            size_t size) {
+  char *b = c->bump;
+  if (b == NULL) __builtin_unreachable(); /* a chunk's bump pointer: the caller need not test */
+  /* a 16-multiple class after an odd-multiple one: 8 bytes of padding (as alloc.c's
+   * has_room; through the slow path it cost about 200 instructions) */
+  if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, cls)) b += 8;
+  if (HL_UNLIKELY((size_t)(c->end - b) < hl_class_size[cls])) return NULL;
+  if ((uintptr_t)b <= 1) __builtin_unreachable(); /* no HL_FORWARD (fastpath.h): callers' tests fold */
+  c->bump = b + hl_class_size[cls];
+  hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
+  c->live++;
+  if (HL_UNLIKELY(tp->counting)) {
+    tp->allocs++;
+    tp->bytes_requested += size;
+    tp->slot_bytes += hl_class_size[cls];
+  }
+  return b;
+}
+
+/* The allocation fast path: the most recently freed slot of the class, else (no chunk
+ * queued for it) the next slot of the class's span, or in a plan's group the current
+ * chunk's bump pointer; NULL when none is there (then hl_tpool_alloc_slow). It
  * calls nothing, so the entry points that inline it need no saved registers. */
 static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class_in(tp->classes, size);
@@ -473,22 +506,22 @@ static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *
   /* cur, unless a chunk is queued for cls: its slots first (the slow path takes its list) */
   hl_chunk *c = tp->bump_in[cls];
   hl_assert(c == (tp->queue[cls] ? NULL : tp->cur));
-  if (HL_LIKELY(c != NULL)) {
-    char *b = c->bump;
-    /* a 16-multiple class after an odd-multiple one: 8 bytes of padding (as alloc.c's
-     * has_room; through the slow path it cost about 200 instructions) */
-    if (HL_UNLIKELY(!hl_slot_aligned((uintptr_t)b, cls))) b += 8;
-    if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls])) {
-      c->bump = b + hl_class_size[cls];
-      hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
-      c->live++;
-      if (HL_UNLIKELY(tp->counting)) {
-        tp->allocs++;
-        tp->bytes_requested += size;
-        tp->slot_bytes += hl_class_size[cls];
-      }
-      return b;
+  if (HL_UNLIKELY(c == NULL)) return NULL;
+  if (HL_UNLIKELY(tp->interleave)) return hl_tpool_bump_interleaved(tp, c, cls, size);
+  /* the class's span (an empty one, NULL to NULL, has no room) */
+  char *b = tp->span_bump[cls];
+  if (HL_LIKELY((size_t)(tp->span_end[cls] - b) >= hl_class_size[cls])) {
+    hl_chunk *sc = hl_chunk_of(b);
+    hl_assert(sc->magic == HL_CHUNK_MAGIC && sc->in_use && sc->pool == tp->pool);
+    tp->span_bump[cls] = b + hl_class_size[cls];
+    hl_chunk_sizemap(sc)[((uintptr_t)b - (uintptr_t)sc) >> HL_GRANULE_SHIFT] = cls;
+    sc->live++;
+    if (HL_UNLIKELY(tp->counting)) {
+      tp->allocs++;
+      tp->bytes_requested += size;
+      tp->slot_bytes += hl_class_size[cls];
     }
+    return b;
   }
   return NULL;
 }

@@ -39,6 +39,15 @@
 #define HL_SPARE_CHUNKS 8u
 #define HL_MAX_SPARE_CHUNKS 4096u
 
+/* (env HEAPLAYOUT_SPAN_BYTES) Ours, after mimalloc's per-size pages (64 KiB there): fresh
+ * slots of one class are carved together in spans of this size, so a pool's objects of
+ * one size share pages and lines instead of interleaving with its other sizes (alloc.c).
+ * lua5.4 under callsite (corpus, cachegrind): D1 misses 53.5M -> 49.6M, LL 39.6M -> 34.8M
+ * (mimalloc alone 46.8M / 31.9M); docs/results.md section 16 has the sizes measured. */
+#define HL_SPAN_BYTES 16384u
+#define HL_MIN_SPAN_BYTES 256u
+#define HL_MAX_SPAN_BYTES (1u << 20)
+
 /* (no tunable) A chunk that empties is released at once (alloc.c, chunk_emptied). It used
  * to keep its slots listed until 1/2 of the pool's chunks were empty (HL_EMPTIED_KEEP_SHARE),
  * because releasing meant unlinking every slot, a cache miss each (health: 10% of its D1

@@ -473,6 +473,42 @@ static void test_adopt(void) {
   }
 }
 
+/* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0 HEAPLAYOUT_CHUNK_SIZE=256K: one site
+ * asking for two sizes in turn gets each size's objects side by side in its own span, not
+ * interleaved; spans end with their chunk (the debug library asserts that no slot is
+ * carved in an emptied chunk), and a pool rebuilt after it emptied carves anew. */
+static void test_spans(void) {
+  enum { N = 100 };
+  char *small[N], *large[N];
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) {
+      small[i] = site_a(32);
+      large[i] = site_a(96);
+      fill(small[i], 32, (unsigned)i);
+      fill(large[i], 96, (unsigned)i + 1);
+    }
+    int adjacent_small = 0, adjacent_large = 0, interleaved = 0;
+    for (int i = 1; i < N; i++) {
+      adjacent_small += small[i] == small[i - 1] + 32;
+      adjacent_large += large[i] == large[i - 1] + 96;
+      interleaved += large[i - 1] == small[i - 1] + 32 || small[i] == large[i - 1] + 96;
+    }
+    /* a span boundary may fall inside the run once per size */
+    CHECK(adjacent_small >= N - 2 && adjacent_large >= N - 2);
+    CHECK(interleaved == 0);
+    for (int i = 0; i < N; i++) CHECK(intact(small[i], 32, (unsigned)i) && intact(large[i], 96, (unsigned)i + 1));
+    /* many more than a chunk holds, then all freed: the chunks empty and go */
+    enum { M = 20000 };
+    static char *many[M];
+    for (int i = 0; i < M; i++) many[i] = site_a(i % 2 ? 48 : 64);
+    for (int i = 0; i < M; i++) free(many[i]);
+    for (int i = 0; i < N; i++) {
+      free(small[i]);
+      free(large[i]);
+    }
+  }
+}
+
 static void test_policy_name(void) { printf("policy %s\n", heaplayout_policy()); }
 
 int main(int argc, char **argv) {
@@ -488,6 +524,7 @@ int main(int argc, char **argv) {
       {"adopt", test_adopt},                         {"policy_name", test_policy_name},
       {"emptied_chunks", test_emptied_chunks},       {"rebuild_rounds", test_rebuild_rounds},
       {"sized_delete", test_sized_delete},           {"sized_delete_mismatch", test_sized_delete_mismatch},
+      {"spans", test_spans},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s CASE\n", argv[0]);
