@@ -42,8 +42,9 @@
 /* (env HEAPLAYOUT_SPAN_BYTES) Ours, after mimalloc's per-size pages (64 KiB there): fresh
  * slots of one class are carved together in spans of this size, so a pool's objects of
  * one size share pages and lines instead of interleaving with its other sizes (alloc.c).
- * lua5.4 under callsite (corpus, cachegrind): D1 misses 53.5M -> 49.6M, LL 39.6M -> 34.8M
- * (mimalloc alone 46.8M / 31.9M); docs/results.md section 16 has the sizes measured. */
+ * lua5.4 under callsite on mimalloc (corpus, cachegrind): D1 misses 53.5M -> 49.3M, LL
+ * 39.6M -> 34.4M (mimalloc alone 46.8M / 31.9M); 4 KiB spans kept less of it (51.6M), 64 KiB
+ * no more (49.3M) for four times the reservation (docs/results.md section 16). */
 #define HL_SPAN_BYTES 16384u
 #define HL_MIN_SPAN_BYTES 256u
 #define HL_MAX_SPAN_BYTES (1u << 20)
