@@ -27,6 +27,7 @@ OPTION_VARIABLES: dict[str, str] = {
     "cc_block": "HEAPLAYOUT_CC_BLOCK",  # ccmalloc's cc-block size
     "chunk_colors": "HEAPLAYOUT_CHUNK_COLORS",  # start offsets new chunks cycle through (1 = off)
     "spare_chunks": "HEAPLAYOUT_SPARE_CHUNKS",  # empty chunks kept resident (HALO 5 keeps 1)
+    "span_bytes": "HEAPLAYOUT_SPAN_BYTES",  # fresh space per size class comes in spans of this size
     "min_align": "HEAPLAYOUT_MIN_ALIGN",  # 8 or 16; unset: the plan's min_align (HALO 5 uses 8)
 }
 
@@ -40,6 +41,7 @@ OPTION_DEFAULTS: dict[str, str] = {
     "cc_block": "256",  # HL_DEFAULT_CC_BLOCK
     "chunk_colors": "64",  # HL_CHUNK_COLORS
     "spare_chunks": "8",  # HL_SPARE_CHUNKS
+    "span_bytes": "16K",  # HL_SPAN_BYTES
 }
 
 

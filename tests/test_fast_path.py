@@ -74,8 +74,8 @@ def test_statistics_stay_exact_when_a_site_changes_its_size(build_dir, runtime_l
 
 
 def test_an_emptied_chunk_is_released_before_the_site_allocates_again(build_dir, runtime_lib):
-    """The site-direct pop does not test a slot's chunk for `emptied`: the entries of a pool
-    with an emptied chunk must lose their direct list until the chunk is released."""
+    """An emptied chunk is released with its free lists (free list sharding): the
+    site-direct pop must not hand out one of its slots afterwards."""
     exe = str(build_dir / "tests" / "runtime" / "site_direct_test")
     r = run_program([exe, "emptied"], env_extra={"LD_PRELOAD": str(runtime_lib), "HEAPLAYOUT_POLICY": "callsite",
                                                  "HEAPLAYOUT_MIN_OBJECTS": "0"})

@@ -28,6 +28,7 @@ CASES = {
     "adopt": CALLSITE_EVERY,
     "emptied_chunks": {**CALLSITE_EVERY, "HEAPLAYOUT_SPARE_CHUNKS": "0"},
     "sized_delete": CALLSITE_EVERY,
+    "spans": {**CALLSITE_EVERY, "HEAPLAYOUT_CHUNK_SIZE": "256K"},
 }
 
 
@@ -70,6 +71,7 @@ def test_an_unknown_case_fails(engine_test):
         ("HEAPLAYOUT_RANGE", "1K"),
         ("HEAPLAYOUT_CC_BLOCK", "100"),
         ("HEAPLAYOUT_SPARE_CHUNKS", "5000"),
+        ("HEAPLAYOUT_SPAN_BYTES", "100"),
     ],
 )
 def test_bad_setting_gives_one_message_and_runs_unoptimized(engine_test, variable, value):

@@ -102,7 +102,8 @@ def size_value(text: str) -> int:
 def test_help_shows_the_runtimes_defaults():
     macros = {"min_objects": "HL_DEFAULT_MIN_OBJECTS", "max_size": "HL_DEFAULT_MAX_SIZE",
               "chunk_size": "HL_DEFAULT_CHUNK_SIZE", "range": "HL_DEFAULT_RANGE", "cc_block": "HL_DEFAULT_CC_BLOCK",
-              "chunk_colors": "HL_CHUNK_COLORS", "spare_chunks": "HL_SPARE_CHUNKS"}
+              "chunk_colors": "HL_CHUNK_COLORS", "spare_chunks": "HL_SPARE_CHUNKS",
+              "span_bytes": "HL_SPAN_BYTES"}
     values = tunables()
     assert {name: size_value(text) for name, text in OPTION_DEFAULTS.items()} == \
         {name: values[macro] for name, macro in macros.items()}

@@ -5,7 +5,7 @@ namespace hlapa {
 
 // sizeof(Pool) and its alignment in runtime/include/heaplayout/pool.h: a local pool
 // descriptor is an alloca of exactly this shape.
-constexpr unsigned PoolDescriptorBytes = 1024;
+constexpr unsigned PoolDescriptorBytes = 4096;
 constexpr unsigned PoolDescriptorAlign = 16;
 
 // Environment variables read by the plugin (set by `heaplayout cc`; a plugin loaded by

@@ -43,6 +43,9 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spare-chunks", metavar="N",
                         help=f"empty chunks kept resident for reuse, 0-4096 (default {d['spare_chunks']}; "
                         "HALO keeps 1)")
+    parser.add_argument("--span-bytes", metavar="BYTES",
+                        help=f"fresh slots of one size class are carved together in spans of this size, "
+                        f"256-1M (default {d['span_bytes']})")
     parser.add_argument("--min-align", metavar="N", choices=("8", "16"),
                         help="8: objects whose size is an odd multiple of 8 may be 8-aligned in every pool "
                         "(HALO; unsafe for clang-built code); 16: never (default: the plan's min_align, else 16)")
@@ -52,7 +55,7 @@ def config_from_args(args: argparse.Namespace) -> RuntimeConfig:
     options = {
         name: getattr(args, name)
         for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block", "chunk_colors", "spare_chunks",
-                     "min_align")
+                     "span_bytes", "min_align")
         if getattr(args, name, None) is not None
     }
     policy = args.policy or ("plan" if getattr(args, "plan", None) else "callsite")

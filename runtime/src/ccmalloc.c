@@ -75,7 +75,7 @@ HL_EXPORT void *ccmalloc(size_t size, const void *near) {
   void *p = near ? near_place(tp, near, cls, size) : NULL;
   hl_chunk *c = tp->cur;
   if (p == NULL && c && c->cc_open != UINT32_MAX) p = block_place(tp, c, c->cc_open, cls, size);
-  if (p == NULL && tp->n_emptied) hl_tpool_release_emptied(tp);
+  if (p == NULL && tp->free[cls] == NULL && tp->queue[cls] != NULL) hl_tpool_refill(tp, cls);
   if (p == NULL && tp->free[cls]) { /* a freed slot, wherever it is */
     hl_free_slot *s = tp->free[cls];
     hl_slot_take(tp, cls, s, hl_chunk_of(s));

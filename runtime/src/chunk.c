@@ -66,7 +66,8 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   c->magic = HL_CHUNK_MAGIC;
   c->pool = pool;
   c->in_use = 1;
-  c->emptied = 0;
+  memset(c->free, 0, sizeof c->free); /* no free list (the last owner dropped them) */
+  memset(c->allocating, 0, sizeof c->allocating);
   hl_chunk_set_owner(c, NULL, memory_order_relaxed);
   c->next = c->prev = NULL;
   /* ccmalloc chunks keep cc-blocks aligned to the chunk: no colour */

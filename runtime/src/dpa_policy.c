@@ -291,7 +291,6 @@ void *hl_dpa_malloc(size_t size, void *const *fp) {
   uint32_t g;
   hl_tpool *tp = decide(fp, size, &g, 1);
   if (tp != NULL && size <= tp->max_size) {
-    if (HL_UNLIKELY(tp->n_emptied != 0)) hl_tpool_release_emptied(tp);
     p = hl_tpool_alloc(tp, size);
   }
   if (p == NULL) p = forward(size);

@@ -8,8 +8,11 @@
  *   2. the size the site asked for last: one compare, and the entry's pointer to its pool's
  *      free list for that size's class (another size: the class table, hl_site_direct_pop);
  *   3. the list's head, unlinked, its double-free mark cleared (without a test: a sized
- *      delete's slot has none), its chunk's live count; or fresh space bumped in the pool's
- *      current chunk (8 bytes of padding where an odd-multiple class left the bump so).
+ *      delete's slot has none), its chunk's live count. The list holds the free slots of
+ *      one chunk, the pool's allocating chunk for the class (free list sharding, alloc.c);
+ *      when it is empty, the next chunk queued with free slots of the class hands its list
+ *      over, and only when none is queued is fresh space bumped in the pool's current chunk
+ *      (8 bytes of padding where an odd-multiple class left the bump so).
  * That is all a context-keyed pool needs beyond a size-class allocator: the return address
  * read and compared. Malloc costs 23 instructions, free 25 (docs/results.md, section 9).
  * A miss answers HL_FORWARD for a site cached as not pooled or a request its pool does not
@@ -19,7 +22,8 @@
  * need more frames, PreFix, statistics.
  *
  * The debug library (libheaplayout_debug.so, HL_DEBUG) asserts what the fast paths take
- * for granted: a popped slot's chunk is in use and not emptied, its entry holds a class. */
+ * for granted: a popped slot's chunk is in use, owned by the pool and its allocating chunk
+ * for the class, its entry holds a class; a bump happens only with no chunk queued. */
 #ifndef HL_FASTPATH_H
 #define HL_FASTPATH_H
 
@@ -84,33 +88,49 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, 
   return HL_TP_WALK;
 }
 
-/* The site-direct pop found the list empty: fresh space in the pool's current chunk, as
- * hl_tpool_try_alloc bumps it, without statistics (a list other than hl_no_slot says none
- * are counted). A program building its data allocates here most of the time; the full
- * path cost about 60 instructions more (malloc_shapes threads, whose remote frees refill
- * the lists only when the owner collects them). NULL: the full path decides. */
+/* The site-direct pop found the list empty: the next chunk queued with free slots of the
+ * class hands its list over (free list sharding, alloc.c), else fresh space in the pool's
+ * current chunk, as hl_tpool_try_alloc bumps it, without statistics (a list other than
+ * hl_no_slot says none are counted). A program building its data allocates here most of
+ * the time; the full path cost about 60 instructions more (malloc_shapes threads, whose
+ * remote frees refill the lists only when the owner collects them). NULL: the full path
+ * decides. */
 static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_site_cache_entry *e,
                                                                       hl_free_slot **list) {
-  if (list == &hl_no_slot) return NULL;
-  hl_tpool *tp = e->tp; /* a pool, or NULL: hl_forward_slot's entry and malloc(SIZE_MAX) */
-  if (HL_UNLIKELY(tp == NULL)) return NULL;
-  hl_assert(tp != HL_TP_WALK && !tp->counting);
+  /* tp->bump_in[cls]: cur, unless a chunk is queued for cls; NULL in the always-empty lists
+   * (hl_no_slot, hl_forward_slot), whose entries' tp may be NULL. Addressed from the list
+   * (through tp and cls, GCC spent 2 instructions more on every bump). */
+  hl_chunk *c = *(hl_chunk *const *)(list + 3 * HL_NCLASSES);
+  hl_tpool *tp = e->tp;
+  if (HL_UNLIKELY(c == NULL)) {
+    /* a queued chunk's slots before fresh space (else they would never be reused): its
+     * list becomes the allocation list, as on the slow path, without the full path's
+     * ~100 instructions each time a chunk's slots run out. No chunk queued: no chunk
+     * yet, or an always-empty list. */
+    if (*(hl_chunk *const *)(list + 2 * HL_NCLASSES) == NULL) return NULL;
+    size_t cls = (size_t)(list - tp->free);
+    hl_tpool_refill(tp, cls);
+    hl_free_slot *obj = *list;
+    hl_chunk *oc = hl_chunk_of(obj);
+    hl_slot_take(tp, (uint8_t)cls, obj, oc);
+    oc->live++;
+    if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
+    return obj;
+  }
+  hl_assert(tp != NULL && tp != HL_TP_WALK && !tp->counting);
   size_t cls = (size_t)(list - tp->free);
-  hl_chunk *c = tp->cur;
-  if (HL_UNLIKELY(c == NULL)) return NULL;
-  char *b = c->bump;
-  if (b == NULL) __builtin_unreachable(); /* a chunk's bump pointer: the caller need not test */
+  hl_assert(c == (tp->queue[cls] ? NULL : tp->cur));
+  if (HL_UNLIKELY(tp->interleave)) return hl_tpool_bump_interleaved(tp, c, (uint8_t)cls, 0);
+  /* the class's span (alloc.c, span_carve); empty or used up: the slow path carves one */
+  char *b = tp->span_bump[cls];
   size_t csize = hl_class_size[cls];
-  /* a 16-multiple class after an odd-multiple one: 8 bytes of padding, as the slow path's
-   * has_room pads (tested only when the bump is not 16-aligned, which only odd-multiple
-   * classes leave). Through the slow path, a packed group of 24- and 32-byte objects
-   * (apa_split) paid about 200 instructions for every other allocation. */
-  if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, (uint8_t)cls)) b += 8;
-  if (HL_UNLIKELY((size_t)(c->end - b) < csize)) return NULL;
+  if (HL_UNLIKELY((size_t)(tp->span_end[cls] - b) < csize)) return NULL;
   if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
-  c->bump = b + csize;
-  *hl_sizemap_entry_used(c, b) = (uint8_t)cls;
-  c->live++;
+  hl_chunk *sc = hl_chunk_of(b);
+  hl_assert(sc->magic == HL_CHUNK_MAGIC && sc->in_use && atomic_load_explicit(&sc->owner, memory_order_relaxed) == tp);
+  tp->span_bump[cls] = b + csize;
+  *hl_sizemap_entry_used(sc, b) = (uint8_t)cls;
+  sc->live++;
   return b;
 }
 
@@ -128,7 +148,7 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   if (HL_UNLIKELY(e->size != size)) {
     /* A site of varying sizes: the list of this size's class, when the entry may pop its
      * pool's lists directly (a list other than hl_no_slot says so: a pool that takes the
-     * size it asked for last, no statistics, no emptied chunk). Without this, malloc_shapes'
+     * size it asked for last, no statistics). Without this, malloc_shapes'
      * mixed paid about 65 instructions more for each request of its varying site. */
     /* a site cached as not pooled (hl_alloc_try's HL_FORWARD, whatever the size): most of
      * a plan's program's allocations; through the full path's test they cost about 16
@@ -148,8 +168,11 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   obj = *list;
 #endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
-  hl_chunk *c = hl_chunk_of(obj); /* not an emptied one: direct lists are off while tp has one */
-  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && !c->emptied);
+  hl_chunk *c = hl_chunk_of(obj);
+  /* the allocation list holds slots of its allocating chunk only, one in use by this pool
+   * (a released chunk's slots left every list: alloc.c, chunk_drop_lists) */
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && (void *)c == (void *)list[HL_NCLASSES] && c->free[list - e->tp->free] == NULL);
+  hl_assert(atomic_load_explicit(&c->owner, memory_order_relaxed) == e->tp);
   *list = obj->next;
   hl_slot_unmark(c, obj); /* the double-free mark (a sized delete's slot has none: no change) */
   c->live++;
@@ -162,21 +185,20 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
 static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.counting); }
 
 /* Points e's direct list at tp's list for the class of size when the direct pop may serve
- * this site (tp a pool that takes size, statistics off, no emptied chunk: the pop does not
- * test for one, hl_heap_direct_off), at hl_forward_slot for a site not pooled while
- * nothing is counted, else at the empty hl_no_slot. */
+ * this site (tp a pool that takes size, statistics off), at hl_forward_slot for a site not
+ * pooled while nothing is counted, else at the empty hl_no_slot. */
 static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size_t size) {
   if (tp != NULL && tp != HL_TP_WALK && size <= tp->max_size && size <= hl_state.opt.max_size &&
-      size <= HL_MAX_CLASS_SIZE && !tp->counting && tp->n_emptied == 0) {
+      size <= HL_MAX_CLASS_SIZE && !tp->counting) {
     e->size = size;
     e->list = &tp->free[hl_size_class_in(tp->classes, size)];
   } else if (tp == NULL && !hl_counting()) {
     e->size = SIZE_MAX; /* every request misses the size first and finds hl_forward_slot */
     e->list = &hl_forward_slot;
   } else {
-    /* a walk site, or while tp has an emptied chunk: a size no request has, so that the
-     * pop leaves at its size compare and the full path looks again */
-    e->size = tp == HL_TP_WALK || (tp != NULL && tp->n_emptied != 0) ? SIZE_MAX : size;
+    /* a walk site: a size no request has, so that the pop leaves at its size compare and
+     * the full path looks again */
+    e->size = tp == HL_TP_WALK ? SIZE_MAX : size;
     e->list = &hl_no_slot;
   }
 }
@@ -209,7 +231,6 @@ static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, voi
   if (tp == HL_TP_WALK) {
     if ((tp = hl_chain_try(h, e, fp)) == HL_TP_WALK) return NULL;
   } else if (e->size != size && tp != NULL) { /* the site asks for another size: follow it */
-    if (HL_UNLIKELY(tp->n_emptied != 0)) return NULL; /* hl_policy_alloc releases them first */
     hl_site_direct_set(e, tp, size);
   }
   if (tp == NULL || size > tp->max_size) return HL_FORWARD;
@@ -235,9 +256,6 @@ static inline __attribute__((always_inline)) void *hl_policy_alloc(int policy, s
   }
   /* a pool takes objects up to its own limit (a plan's groups and site pools differ) */
   if (tp == NULL || size > tp->max_size) return NULL;
-  /* the pool allocates again after chunks emptied: release them now (alloc.c), so that
-   * its sites get their direct lists back (hl_heap_direct_off) */
-  if (HL_UNLIKELY(tp->n_emptied != 0)) hl_tpool_release_emptied(tp);
   return hl_tpool_alloc(tp, size);
 }
 

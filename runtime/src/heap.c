@@ -134,22 +134,6 @@ static HL_NOINLINE hl_heap *heap_create(void) {
   return heap;
 }
 
-/* The pop (fastpath.h) takes a list's head without testing its chunk for `emptied`, so
- * while tp has an emptied chunk its entries get no direct list: the full path serves
- * them, releases the emptied chunks on its slow path, and then points the entries at the
- * lists again (hl_site_direct_set). */
-void hl_heap_direct_off(hl_tpool *tp) {
-  hl_heap *heap = tp->heap;
-  if (heap == HL_HEAP_EXPLICIT) return;
-  for (unsigned i = 0; i < HL_SITE_CACHE_SLOTS; i++) {
-    hl_site_cache_entry *e = &heap->sites[i];
-    if (e->tp == tp && e->list != &hl_no_slot) {
-      e->size = SIZE_MAX; /* no request's size: the full path looks again */
-      e->list = &hl_no_slot;
-    }
-  }
-}
-
 hl_heap *hl_heap_get(void) {
   hl_heap *h = tl_heap;
   if (HL_LIKELY(h != HEAP_EMPTY && h != HEAP_DEAD)) return h;
@@ -164,6 +148,7 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
   tp->pool = pool;
   tp->classes = hl_pool_classes(pool);
   tp->counting = hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0);
+  tp->interleave = pool != HL_POOL_CC && hl_pool_group(pool) != 0;
   /* a plan's group takes objects up to the plan's limit; site pools up to theirs */
   tp->max_size = pool == HL_POOL_CC       ? HL_MAX_CLASS_SIZE
                  : hl_pool_group(pool) != 0 ? hl_plan_group_max_size()

@@ -9,11 +9,16 @@
  *   granule: a byte per granule in the chunk's size map records the size class of the
  *   object that starts there (free, realloc and malloc_usable_size read it). Slots are
  *   16-aligned, or 8-aligned for sizes that are odd multiples of 8 when the minimum
- *   alignment is 8 (size_class.c). A freed slot goes to the front of its thread-pool's
- *   doubly linked list for its class, whatever chunk it is in, and the most recently freed
- *   slot is reused first (as glibc's and jemalloc's caches do: a list cell freed and
- *   reallocated lands where it was). A chunk whose live count drops to zero has its slots
- *   unlinked from the lists (found through the size map) and is released.
+ *   alignment is 8 (size_class.c). Free lists are sharded by chunk (mimalloc's "free list
+ *   sharding"): a freed slot goes to the front of its chunk's list for its class, and the
+ *   thread-pool allocates from one chunk's list per class at a time (tp->free[cls], the
+ *   slots of chunk tp->from[cls]; a free into that chunk goes there directly, so the most
+ *   recently freed slot is still reused first, as glibc's and jemalloc's caches do: a list
+ *   cell freed and reallocated lands where it was). When it runs dry, the next chunk queued
+ *   for the class (tp->queue[cls]) hands over its list whole; fresh space is bumped only
+ *   when no chunk is queued. A chunk whose live count drops to zero is released at once:
+ *   it drops its own lists and, where it is the allocating chunk, the pool's, and leaves
+ *   the queues, touching no slot (O(classes)).
  *
  * Ownership
  *   A chunk belongs to one thread-pool (a pool id within one thread's heap) or to one
@@ -91,6 +96,7 @@ typedef struct hl_options {
   uint32_t cc_block;
   uint32_t chunk_colors; /* new chunks cycle through this many start offsets (1: none) */
   uint32_t spare_chunks; /* empty chunks kept resident for reuse */
+  uint32_t span_bytes;   /* fresh space is carved per size class in spans of this size (alloc.c) */
   uint32_t min_align;    /* 8: slots of odd multiples of 8 may be 8-aligned (size_class.c); 0 unset */
   uint32_t min_align_env; /* min_align came from the environment (it then covers site pools too) */
   int stats;             /* print the per-pool table on stderr at exit */
@@ -142,34 +148,12 @@ size_t hl_bootstrap_size(const void *p);
 
 struct hl_tpool;
 
-typedef struct hl_chunk {
-  uint32_t magic;
-  uint16_t pool;                      /* pool id, for stats */
-  uint8_t in_use;
-  uint8_t emptied;                    /* no live object, slots still on the lists (alloc.c) */
-  _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
-  /* the owner thread (hl_thread_self), the one thing free compares with the calling thread;
-   * 0 while abandoned, while the owner counts statistics, and for pool.h pools (their free
-   * takes the full path, hl_free_other). Written only with owner (hl_chunk_set_owner). */
-  _Atomic(uintptr_t) owner_thread;
-  struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
-  char *bump, *end;                   /* bump region of fresh space */
-  char *data;                         /* first object address */
-  uint32_t live;                      /* live objects; owner only */
-  uint32_t cc_open;                   /* ccmalloc: index of the block filled last */
-  size_t accounted;                   /* extent counted into the pool's resident total */
-  _Atomic(void *) remote;             /* objects freed by other threads */
-  /* the size map less this chunk's granule number: p's entry is at map_base + (p >> 4), one
-   * instruction fewer on free than from the chunk's address (set while the chunk is in use) */
-  uintptr_t map_base;
-} hl_chunk;
-
-/* A free slot, linked into its thread-pool's list for its class. prev is valid on every
- * slot but the head (popping the head leaves the next slot's prev stale: that write would
- * touch one more line per allocation); unlinking asks the list head instead. The back link
- * lets an emptied chunk's slots be unlinked in O(its slots); singly linked lists (issue
- * 21's third round) needed a pass over the lists instead, which cost ft 2.1M more D1
- * misses and 8% of its time (docs/results.md section 9).
+/* A free slot, linked into its chunk's list for its class, or into the thread-pool's
+ * allocation list for the class when the chunk is the one the pool allocates from. Singly
+ * linked: a chunk's slots never have to be found on a list shared with other chunks (an
+ * emptied chunk drops its lists whole), so no back link is needed (the doubly linked lists
+ * of issue 21 existed only to unlink an emptied chunk's slots one by one: 3 instructions on
+ * every free onto a non-empty list, and a write to each neighbour's line at the release).
  * A slot freed by free() is also marked HL_SIZEMAP_FREE in the size map, which free reads
  * anyway and checks (a double free); the mark goes when the slot is allocated again. A
  * sized delete does not touch the size map (a cache line on a random delete); its slot
@@ -177,10 +161,48 @@ typedef struct hl_chunk {
  * no test. While a chunk waits for adoption, all its free slots are marked. */
 typedef struct hl_free_slot {
   struct hl_free_slot *next;
-  struct hl_free_slot *prev;
 } hl_free_slot;
 #define HL_SIZEMAP_FREE 0x80u
 static inline hl_free_slot *hl_slot_next(const hl_free_slot *s) { return s->next; }
+
+typedef struct hl_chunk {
+  /* the first line: what free and the fast paths read (free: owner_thread, owner, map_base,
+   * live; the bump: bump, end, map_base, live) */
+  uint32_t magic;
+  uint16_t pool;                      /* pool id, for stats */
+  uint8_t in_use;
+  uint8_t pad_;
+  _Atomic(struct hl_tpool *) owner;   /* NULL while abandoned */
+  /* the owner thread (hl_thread_self), the one thing free compares with the calling thread;
+   * 0 while abandoned, while the owner counts statistics, and for pool.h pools (their free
+   * takes the full path, hl_free_other). Written only with owner (hl_chunk_set_owner). */
+  _Atomic(uintptr_t) owner_thread;
+  char *bump, *end;                   /* bump region of fresh space */
+  /* the size map less this chunk's granule number: p's entry is at map_base + (p >> 4), one
+   * instruction fewer on free than from the chunk's address (set while the chunk is in use) */
+  uintptr_t map_base;
+  uint32_t live;                      /* live objects; owner only */
+  uint32_t cc_open;                   /* ccmalloc: index of the block filled last */
+  _Atomic(void *) remote;             /* objects freed by other threads */
+  /* the second line: per class, 1 when this chunk is the owner's allocating chunk for the
+   * class (tp->from[cls]), so that its frees of the class go to tp->free[cls]. A line of
+   * its own, next to the first: comparing the chunk with tp->from[cls] read another line of
+   * the thread-pool on every free (gawk: 214K of its 9.5M D1 read misses), and a bit mask
+   * took 2 instructions more on every free than this byte's compare */
+  _Alignas(64) uint8_t allocating[64];
+  struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
+  char *data;                         /* first object address */
+  size_t accounted;                   /* extent counted into the pool's resident total */
+  /* per class (free list sharding, alloc.c): the owner's frees into this chunk, newest
+   * first (the owner's allocating chunk for a class keeps its list empty: its frees go to
+   * tp->free), and while the list is not empty, its place in the owner's queue for the
+   * class. Apart, so that free indexes its list by the class directly (a 24-byte struct
+   * per class cost 3 instructions on every free into a chunk other than the allocating one) */
+  hl_free_slot *free[HL_NCLASSES];
+  struct { struct hl_chunk *next, *prev; } q[HL_NCLASSES];
+} hl_chunk;
+_Static_assert(HL_NCLASSES <= 64, "hl_chunk.allocating has a byte per class");
+
 
 typedef struct hl_range {
   uintptr_t base;
@@ -231,16 +253,40 @@ struct hl_heap;
 
 /* The state of one pool in one thread (or of one explicit pool.h pool). */
 typedef struct hl_tpool {
-  hl_free_slot *free[HL_NCLASSES]; /* most recently freed first, any chunk of the pool */
+  /* The allocation list per class: free slots of chunk from[cls] only, most recently freed
+   * first (the site-direct pop holds &free[cls]). from[cls]'s own list for the class stays
+   * empty; its frees come here. */
+  hl_free_slot *free[HL_NCLASSES];
+  hl_chunk *from[HL_NCLASSES];
+  /* per class, the chunks (not from[cls]) whose own list for the class is not empty, most
+   * recently queued first: the allocation list takes the next one's list whole when it runs
+   * dry, before any fresh space is bumped (else their slots would never be reused) */
+  hl_chunk *queue[HL_NCLASSES];
+  /* per class, the chunk fresh space is bumped in: cur while no chunk is queued for the
+   * class, else NULL. The bump then tests one pointer, as it tested cur before sharding
+   * (a separate test of the queue cost 3 instructions on every bump: treeadd +2%) */
+  hl_chunk *bump_in[HL_NCLASSES];
+  /* Fresh space of each class but in a plan's group: a span carved from a chunk's bump
+   * region (alloc.c, span_carve), bumped one slot at a time while no chunk is queued for
+   * the class (bump_in); empty (NULL, NULL) until the class's first slot and after the
+   * span's chunk leaves the pool. */
+  char *span_bump[HL_NCLASSES], *span_end[HL_NCLASSES];
   const uint8_t *classes;   /* small-size class table (size_class.c) */
   hl_chunk *cur;            /* fresh space is bumped here */
   hl_chunk *others;         /* the pool's other chunks */
   uint32_t n_others;        /* chunks on others */
-  uint32_t n_emptied;       /* of them, emptied ones whose slots are still on the lists */
   struct hl_heap *heap;     /* HL_HEAP_EXPLICIT for an explicit pool */
   uint16_t pool;
   uint8_t no_reuse;         /* bump-pointer pool: freed slots are not reused */
+  /* the pool had another chunk since it was last wholly empty: when its current chunk
+   * empties too, it goes (alloc.c, chunk_emptied), so that what is built next is bumped in
+   * order into fresh space. 0 for a one-chunk pool, whose free of its last object stays
+   * on the fast path. */
+  uint8_t multi;
   uint8_t counting;         /* statistics are on: frees take the counting path (hl_free_slot_counted) */
+  /* a plan's group: fresh slots of every class are bumped in allocation order in the
+   * current chunk, as HALO's group allocator places them, not in per-class spans */
+  uint8_t interleave;
   uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
   /* the largest request the site-direct pop may serve from this pool by its class table
    * (fastpath.h): max_size, the global limit and the table's 256 bytes; 0 with statistics */
@@ -253,6 +299,12 @@ typedef struct hl_tpool {
   uint64_t allocs, frees, bytes_requested, freed_slot_bytes, slot_bytes;
   struct hl_tpool *next_in_heap; /* the heap's thread-pools, for thread exit */
 } hl_tpool;
+/* the pop's debug check finds from[cls] from &free[cls] (fastpath.h) */
+_Static_assert(offsetof(hl_tpool, from) == offsetof(hl_tpool, free) + sizeof(hl_free_slot *) * HL_NCLASSES,
+               "from[] follows free[]");
+/* and the site-direct bump finds bump_in[cls] from it */
+_Static_assert(offsetof(hl_tpool, bump_in) == offsetof(hl_tpool, free) + sizeof(hl_free_slot *) * 3 * HL_NCLASSES,
+               "bump_in[] is three arrays after free[]");
 
 /* A thread's heap: its thread-pools and its caches (defined with the cache types below). */
 typedef struct hl_heap hl_heap;
@@ -267,8 +319,6 @@ typedef struct hl_heap hl_heap;
 extern __thread hl_heap *hl_tl_heap __attribute__((tls_model("initial-exec")));
 
 hl_heap *hl_heap_get(void);          /* this thread's heap, made if needed; NULL if it cannot have one */
-/* tp has an emptied chunk: its heap's site cache entries stop popping tp's lists directly */
-void hl_heap_direct_off(hl_tpool *tp);
 hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool);
 void hl_heap_init(void);
 hl_heap *hl_heap_list(void);
@@ -278,7 +328,6 @@ void hl_heap_fork_done(void);
 
 /* ---- the allocation paths (alloc.c) ---- */
 void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size);
-void hl_tpool_release_emptied(hl_tpool *tp);
 void *hl_tpool_alloc_aligned(hl_tpool *tp, size_t size, size_t align);
 void hl_free_ours(void *p);
 void hl_free_local(hl_tpool *tp, hl_chunk *c, void *p);
@@ -327,19 +376,124 @@ static inline __attribute__((always_inline)) void hl_slot_unmark(hl_chunk *c, co
 /* Takes s, the head of tp's list for cls (in chunk c), off the list: it is live again. */
 static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uint8_t cls, hl_free_slot *s, hl_chunk *c) {
   hl_assert((*hl_sizemap_entry(c, s) & ~HL_SIZEMAP_FREE) == cls);
+  hl_assert(c == tp->from[cls] && c->in_use && c->free[cls] == NULL);
   tp->free[cls] = s->next;
   hl_slot_unmark(c, s);
 }
 
-/* The allocation fast path: the most recently freed slot of the class, else fresh bump
- * space in the current chunk; NULL when neither is there (then hl_tpool_alloc_slow). It
+/* c (not NULL, its own list for cls empty) becomes the allocating chunk for cls. */
+static inline void hl_chunk_set_allocating(hl_tpool *tp, size_t cls, hl_chunk *c) {
+  hl_chunk *old = tp->from[cls];
+  hl_assert(c->free[cls] == NULL && tp->free[cls] == NULL);
+  if (old) old->allocating[cls] = 0;
+  c->allocating[cls] = 1;
+  tp->from[cls] = c;
+}
+
+/* c's list for cls became non-empty: c joins the class's queue (at the front). */
+static inline __attribute__((always_inline)) void hl_chunk_enqueue(hl_tpool *tp, hl_chunk *c, size_t cls) {
+  hl_assert(c != tp->from[cls] && c->free[cls] != NULL);
+  hl_chunk *q = tp->queue[cls];
+  c->q[cls].next = q;
+  c->q[cls].prev = NULL;
+  if (q) q->q[cls].prev = c;
+  else tp->bump_in[cls] = NULL;
+  tp->queue[cls] = c;
+}
+
+static inline void hl_chunk_dequeue(hl_tpool *tp, hl_chunk *c, size_t cls) {
+  hl_chunk *n = c->q[cls].next, *p = c->q[cls].prev;
+  if (p) p->q[cls].next = n;
+  else if ((tp->queue[cls] = n) == NULL) tp->bump_in[cls] = tp->cur;
+  if (n) n->q[cls].prev = p;
+}
+
+/* The allocation list for cls ran dry and a chunk is queued: the first one's list becomes
+ * the allocation list, and that chunk the allocating one. */
+static inline __attribute__((always_inline)) void hl_tpool_refill(hl_tpool *tp, size_t cls) {
+  hl_chunk *q = tp->queue[cls], *n = q->q[cls].next;
+  hl_assert(tp->free[cls] == NULL && q->free[cls] != NULL && q->q[cls].prev == NULL);
+  hl_assert(atomic_load_explicit(&q->owner, memory_order_relaxed) == tp && q->in_use);
+  tp->queue[cls] = n;
+  if (n) n->q[cls].prev = NULL;
+  else tp->bump_in[cls] = tp->cur;
+  hl_free_slot *list = q->free[cls];
+  q->free[cls] = NULL;
+  hl_chunk_set_allocating(tp, cls, q);
+  tp->free[cls] = list;
+}
+
+/* Pushes the free slot p (in chunk c, of class cls) onto the list it belongs to: the
+ * allocation list when c is the allocating chunk, else c's own (queueing c if that was
+ * empty). sized: check for a slot freed twice in a row (the head of that list), which a
+ * sized delete, reading no size map, otherwise would not catch. Returns 0 on that. */
+static inline __attribute__((always_inline)) int hl_slot_push(hl_tpool *tp, hl_chunk *c, size_t cls, void *p,
+                                                             int sized) {
+  hl_free_slot *s = p;
+  hl_assert(!c->allocating[cls] == (c != tp->from[cls]));
+  if (HL_LIKELY(c->allocating[cls])) {
+    hl_free_slot *head = tp->free[cls];
+    if (sized && HL_UNLIKELY(head == s)) return 0;
+    s->next = head;
+    tp->free[cls] = s;
+  } else {
+    hl_free_slot *head = c->free[cls];
+    if (sized && HL_UNLIKELY(head == s)) return 0;
+    if (HL_UNLIKELY(head == NULL)) {
+      if (tp->free[cls] == NULL) {
+        /* the allocation list is dry and c has no list: c becomes the allocating chunk, so
+         * that the next allocation takes this slot without a queue and a refill. This is
+         * also how a chunk that bumped becomes the allocating one (a back-to-back pair's
+         * free: after the first, every pair stays on the fast paths), so the bump does not
+         * write from[cls] (one store on every bump) */
+        hl_chunk_set_allocating(tp, cls, c);
+        s->next = NULL;
+        tp->free[cls] = s;
+        return 1;
+      }
+      s->next = NULL;
+      c->free[cls] = s;
+      hl_chunk_enqueue(tp, c, cls);
+      return 1;
+    }
+    s->next = head;
+    c->free[cls] = s;
+  }
+  return 1;
+}
+
+/* Fresh space of a plan's group (tp->interleave) in chunk c (bump_in: the current one):
+ * its bump pointer, whatever the class, so that objects allocated together lie together,
+ * as HALO's group allocator places them. NULL: the chunk is full. */
+static inline __attribute__((always_inline)) void *hl_tpool_bump_interleaved(hl_tpool *tp, hl_chunk *c, uint8_t cls,
+                                                                            size_t size) {
+  char *b = c->bump;
+  if (b == NULL) __builtin_unreachable(); /* a chunk's bump pointer: the caller need not test */
+  /* a 16-multiple class after an odd-multiple one: 8 bytes of padding (as alloc.c's
+   * has_room; through the slow path it cost about 200 instructions) */
+  if (HL_UNLIKELY((uintptr_t)b & 8) && !hl_slot_aligned((uintptr_t)b, cls)) b += 8;
+  if (HL_UNLIKELY((size_t)(c->end - b) < hl_class_size[cls])) return NULL;
+  if ((uintptr_t)b <= 1) __builtin_unreachable(); /* no HL_FORWARD (fastpath.h): callers' tests fold */
+  c->bump = b + hl_class_size[cls];
+  hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
+  c->live++;
+  if (HL_UNLIKELY(tp->counting)) {
+    tp->allocs++;
+    tp->bytes_requested += size;
+    tp->slot_bytes += hl_class_size[cls];
+  }
+  return b;
+}
+
+/* The allocation fast path: the most recently freed slot of the class, else (no chunk
+ * queued for it) the next slot of the class's span, or in a plan's group the current
+ * chunk's bump pointer; NULL when none is there (then hl_tpool_alloc_slow). It
  * calls nothing, so the entry points that inline it need no saved registers. */
 static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class_in(tp->classes, size);
   hl_free_slot *obj = tp->free[cls];
   if (obj != NULL) {
     hl_chunk *oc = hl_chunk_of(obj);
-    if (HL_UNLIKELY(oc->emptied)) return NULL; /* the slow path releases emptied chunks first */
     hl_slot_take(tp, cls, obj, oc);
     oc->live++;
     if (HL_UNLIKELY(tp->counting)) { /* nothing reads the counters otherwise (hl_tpool) */
@@ -349,23 +503,25 @@ static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *
     }
     return obj;
   }
-  hl_chunk *c = tp->cur;
-  if (HL_LIKELY(c != NULL)) {
-    char *b = c->bump;
-    /* a 16-multiple class after an odd-multiple one: 8 bytes of padding (as alloc.c's
-     * has_room; through the slow path it cost about 200 instructions) */
-    if (HL_UNLIKELY(!hl_slot_aligned((uintptr_t)b, cls))) b += 8;
-    if (HL_LIKELY((size_t)(c->end - b) >= hl_class_size[cls])) {
-      c->bump = b + hl_class_size[cls];
-      hl_chunk_sizemap(c)[((uintptr_t)b - (uintptr_t)c) >> HL_GRANULE_SHIFT] = cls;
-      c->live++;
-      if (HL_UNLIKELY(tp->counting)) {
-        tp->allocs++;
-        tp->bytes_requested += size;
-        tp->slot_bytes += hl_class_size[cls];
-      }
-      return b;
+  /* cur, unless a chunk is queued for cls: its slots first (the slow path takes its list) */
+  hl_chunk *c = tp->bump_in[cls];
+  hl_assert(c == (tp->queue[cls] ? NULL : tp->cur));
+  if (HL_UNLIKELY(c == NULL)) return NULL;
+  if (HL_UNLIKELY(tp->interleave)) return hl_tpool_bump_interleaved(tp, c, cls, size);
+  /* the class's span (an empty one, NULL to NULL, has no room) */
+  char *b = tp->span_bump[cls];
+  if (HL_LIKELY((size_t)(tp->span_end[cls] - b) >= hl_class_size[cls])) {
+    hl_chunk *sc = hl_chunk_of(b);
+    hl_assert(sc->magic == HL_CHUNK_MAGIC && sc->in_use && sc->pool == tp->pool);
+    tp->span_bump[cls] = b + hl_class_size[cls];
+    hl_chunk_sizemap(sc)[((uintptr_t)b - (uintptr_t)sc) >> HL_GRANULE_SHIFT] = cls;
+    sc->live++;
+    if (HL_UNLIKELY(tp->counting)) {
+      tp->allocs++;
+      tp->bytes_requested += size;
+      tp->slot_bytes += hl_class_size[cls];
     }
+    return b;
   }
   return NULL;
 }
@@ -473,14 +629,19 @@ typedef struct hl_site_cache_entry {
   hl_tpool *tp;     /* NULL: not pooled; HL_TP_WALK: the plan needs a stack walk here */
   /* The site-direct fast path (fastpath.h, hl_site_direct_pop): a request of exactly
    * `size` bytes pops the head of *list, tp's free list for the class of that size (the
-   * size the site asked for last). Entries that walk, count statistics or wait for an
-   * emptied chunk's release point list at hl_no_slot, an always-empty list, so the pop
-   * misses without a test; a site not pooled, while nothing is counted, at hl_forward_slot
+   * size the site asked for last). Entries that walk or count statistics point list at
+   * hl_no_slot, an always-empty list, so the pop misses without a test; a site not pooled, while nothing is counted, at hl_forward_slot
    * (another) with size SIZE_MAX, so that its requests forward from the pop's first miss. */
   size_t size;
   struct hl_free_slot **list;
 } hl_site_cache_entry;
-extern struct hl_free_slot *hl_no_slot, *hl_forward_slot;
+/* The two always-empty lists (never written: the pop writes a list only after it found a
+ * slot on it). Each is laid out as a pool's lists are (free, from, queue, bump_in), all
+ * NULL, so that the site-direct bump finds no chunk to bump in without testing which list
+ * it has (6 instructions on every bump). */
+extern struct hl_free_slot *hl_empty_lists[2][4 * HL_NCLASSES];
+#define hl_no_slot (hl_empty_lists[0][0])
+#define hl_forward_slot (hl_empty_lists[1][0])
 #define HL_TP_WALK ((hl_tpool *)1)
 
 /* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try). */
@@ -554,21 +715,22 @@ static inline hl_step_rule *hl_site_rule(hl_heap *h, const hl_site_cache_entry *
   return &h->site_rules[e - h->sites];
 }
 
-/* The free path for our objects: the owner thread pushes the slot on its list for the
- * class (the most recently freed is reused first); other threads use the chunk's remote
- * list. Statistics count frees here; an emptied chunk goes out of line.
+/* The free path for our objects: the owner thread pushes the slot on its chunk's list for
+ * the class, or on the allocation list when the chunk is the one the pool allocates from
+ * (hl_slot_push: the most recently freed is reused first); other threads use the chunk's
+ * remote list. Statistics count frees here; an emptied chunk goes out of line.
  *
  * A plain free checks the slot's size-map entry, which it reads for the class anyway: 0
  * means no object starts in that granule (a pointer into an object or into free space),
  * HL_SIZEMAP_FREE a slot already freed (set here, cleared when the slot is allocated
  * again); either aborts as glibc does (hl_free_invalid). A sized delete does not read the
  * size map (a cache line on a random delete), so it only catches a slot deleted twice in
- * a row, which is then the head of its list. Remote frees are checked in hl_free_remote
+ * a row, which is then the head of the list it went to. Remote frees are checked in hl_free_remote
  * and again when the owner collects them. */
 void hl_chunk_emptied(hl_tpool *tp, hl_chunk *c);
 void hl_free_remote(hl_chunk *c, void *p);
 /* hl_free_slot_local with statistics on: counts the free, then does what it does */
-void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls);
+void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, int sized);
 /* entry: the slot's size-map entry (0: not an object, HL_SIZEMAP_FREE set: freed already).
  * It does not return; it is not declared noreturn, so that callers reach it by a jump. */
 __attribute__((cold)) void hl_free_invalid(const void *p, uint8_t entry, const char *func);
@@ -587,20 +749,21 @@ static inline void hl_sizemap_mark_free(uint8_t *entry) {
   *entry |= HL_SIZEMAP_FREE;
 #endif
 }
-/* The owner's free of slot p of class cls in chunk c. */
+/* The owner's free of slot p of class cls in chunk c (sized: a sized delete, see
+ * hl_slot_push). */
 static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *tp, hl_chunk *c, void *p, size_t cls,
-                                                                   int may_count) {
+                                                                   int may_count, int sized) {
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
   if (may_count && HL_UNLIKELY(tp->counting)) { /* statistics: counted out of line, by a tail call */
-    hl_free_slot_counted(tp, c, p, cls);
+    hl_free_slot_counted(tp, c, p, cls, sized);
     return;
   }
-  hl_free_slot *s = p, *head = tp->free[cls];
-  s->next = head;
-  if (head) head->prev = s;
-  tp->free[cls] = s;
+  if (!hl_slot_push(tp, c, cls, p, sized)) {
+    hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
+    return;
+  }
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
-  if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->n_others != 0)) hl_chunk_emptied(tp, c);
+  if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->multi)) hl_chunk_emptied(tp, c);
 }
 
 /* The owner's free of p in c, of size bytes (0: not known; see hl_free_ours_sized).
@@ -612,11 +775,7 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
   if (size - 1 < HL_MAX_CLASS_SIZE) {
     size_t cls = hl_size_class_in(tp->classes, size);
     hl_assert(cls == hl_class_at(c, p));
-    if (HL_UNLIKELY(tp->free[cls] == p)) {
-      hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
-      return;
-    }
-    hl_free_slot_local(tp, c, p, cls, may_count);
+    hl_free_slot_local(tp, c, p, cls, may_count, 1);
   } else {
     uint8_t *entry = hl_sizemap_entry_used(c, p);
     size_t cls = *entry;
@@ -625,7 +784,7 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
       return;
     }
     hl_sizemap_mark_free(entry);
-    hl_free_slot_local(tp, c, p, cls, may_count);
+    hl_free_slot_local(tp, c, p, cls, may_count, 0);
   }
 }
 /* A free whose chunk's owner_thread is not the calling thread: another thread's chunk
@@ -649,7 +808,7 @@ static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, si
   }
   hl_free_owned(atomic_load_explicit(&c->owner, memory_order_relaxed), c, p, size, 0);
 }
-static inline void hl_free_ours_inline(void *p) { hl_free_ours_sized(p, 0); }
+static inline __attribute__((always_inline)) void hl_free_ours_inline(void *p) { hl_free_ours_sized(p, 0); }
 
 /* ---- placement policies (policy.c) ---- */
 /* Pool id for an allocation of `size` bytes made from return address `ra`; 0: forward. */

@@ -39,12 +39,20 @@
 #define HL_SPARE_CHUNKS 8u
 #define HL_MAX_SPARE_CHUNKS 4096u
 
-/* Ours. A chunk that empties keeps its free slots on the pool's lists (it serves again
- * if they are reused) until the whole pool is empty, when the lists are dropped whole, or
- * until more than 1/HL_EMPTIED_KEEP_SHARE of the pool's chunks (and more than the spare
- * count) are empty. Releasing at once unlinks every slot, a cache miss each: health spent
- * 10% of its D1 misses (cachegrind) unlinking the chunks its final frees emptied. */
-#define HL_EMPTIED_KEEP_SHARE 2u
+/* (env HEAPLAYOUT_SPAN_BYTES) Ours, after mimalloc's per-size pages (64 KiB there): fresh
+ * slots of one class are carved together in spans of this size, so a pool's objects of
+ * one size share pages and lines instead of interleaving with its other sizes (alloc.c).
+ * lua5.4 under callsite on mimalloc (corpus, cachegrind): D1 misses 53.5M -> 49.3M, LL
+ * 39.6M -> 34.4M (mimalloc alone 46.8M / 31.9M); 4 KiB spans kept less of it (51.6M), 64 KiB
+ * no more (49.3M) for four times the reservation (docs/results.md section 16). */
+#define HL_SPAN_BYTES 16384u
+#define HL_MIN_SPAN_BYTES 256u
+#define HL_MAX_SPAN_BYTES (1u << 20)
+
+/* (no tunable) A chunk that empties is released at once (alloc.c, chunk_emptied). It used
+ * to keep its slots listed until 1/2 of the pool's chunks were empty (HL_EMPTIED_KEEP_SHARE),
+ * because releasing meant unlinking every slot, a cache miss each (health: 10% of its D1
+ * misses); with free lists sharded by chunk the release touches no slot. */
 
 /* (env HEAPLAYOUT_MIN_ALIGN, 8 or 16; else the plan's min_align record; else 16) 16 is
  * what glibc promises on x86-64, and what clang assumes of every malloc and operator new

@@ -8,10 +8,10 @@
  *   site_direct_test N
  *
  * site_direct_test emptied: fills three chunks (1 MiB, the default) from one site, frees
- * every object of the first, and allocates once more from the site. The runtime keeps an
- * emptied chunk's slots listed until the pool allocates again, and then releases the chunk
- * so that what is built next goes to fresh space in order: prints "fresh" when the new
- * object is outside the emptied chunk, "reused" when it took one of its slots. */
+ * every object of the first, and allocates once more from the site. The runtime releases
+ * an emptied chunk with its free lists (free list sharding) so that what is built next goes
+ * to fresh space in order: prints "fresh" when the new object is outside the emptied chunk,
+ * "reused" when it took one of its slots. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

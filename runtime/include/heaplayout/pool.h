@@ -25,7 +25,7 @@ extern "C" {
 /* A pool descriptor: put it where the data structure's owner lives (stack, global, a
  * struct). Its contents are private to the runtime. */
 typedef struct Pool {
-  _Alignas(16) unsigned char opaque[1024];
+  _Alignas(16) unsigned char opaque[4096];
 } Pool;
 
 /* Initialise an empty pool. size_hint: the common object size, or 0; align: the
