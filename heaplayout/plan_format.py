@@ -64,6 +64,7 @@ class PlanGroup:
     contexts: int  # informational
     weight: int  # informational
     packed: bool = False  # with min_align 8: 24-byte objects take 24-byte slots (docs/plan-format.md)
+    spans: bool = False  # fresh space carved per size class instead of HALO's allocation order
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ def plan_text(plan: Plan) -> str:
         lines.append("recursion function")
     lines += [f"module {m.index} {m.build_id or '-'} {m.path}" for m in plan.modules]
     lines += [f"skip {s}" for s in plan.skips]
-    lines += [f"group {g.id} {g.contexts} {g.weight}{' packed' if g.packed else ''}" for g in plan.groups]
+    lines += [f"group {g.id} {g.contexts} {g.weight}{' packed' if g.packed else ''}{' spans' if g.spans else ''}"
+              for g in plan.groups]
     lines += [f"select {r.group} {' '.join(map(format_frame, r.frames))}" for r in plan.rules]
     lines += plan.prefix.lines()
     lines.append("end")
@@ -369,18 +371,23 @@ def _record(line: int, kind: str, rest: str, plan: Plan, prefix_state: dict) -> 
             raise _Refused(line, f"too many skip records (the runtime takes at most {MAX_SKIPS})")
         plan.skips.append(fields[0])
     elif kind == "group":
-        packed = len(fields) == 4 and fields[3] == "packed"
-        if len(fields) == 4 and not packed:
-            raise _Refused(line, "group: the fourth field may only be 'packed'")
-        if len(fields) not in (3, 4):
-            raise _Refused(line, f"group takes 3 fields (and an optional 'packed'), got {len(fields)}")
+        # optional flags after the weight, each at most once, in this order: packed, spans
+        flag = 3
+        packed = flag < len(fields) and fields[flag] == "packed"
+        flag += packed
+        spans = flag < len(fields) and fields[flag] == "spans"
+        flag += spans
+        if not 3 <= len(fields) <= 5:
+            raise _Refused(line, f"group takes 3 fields (and the optional flags 'packed' and 'spans'), got {len(fields)}")
+        if flag != len(fields):
+            raise _Refused(line, "group: after the weight only 'packed' and then 'spans' may follow")
         n = len(plan.groups) + 1
         _bounded(line, "group id", fields[0], n, n, "group ids must be 1, 2, 3, ... in order")
         if n > MAX_GROUPS:
             raise _Refused(line, f"too many groups (the runtime takes at most {MAX_GROUPS})")
         contexts = _bounded(line, "group contexts", fields[1], 0, MAX_U64, "out of range")
         weight = _bounded(line, "group weight", fields[2], 0, MAX_U64, "out of range")
-        plan.groups.append(PlanGroup(n, contexts, weight, packed))
+        plan.groups.append(PlanGroup(n, contexts, weight, packed, spans))
     elif kind == "select":
         plan.rules.append(_select(line, rest, plan))
     elif kind == "end":

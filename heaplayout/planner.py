@@ -36,6 +36,15 @@ MIN_ALIGNS = ("auto", "8", "16")
 # health's list cells 5.3 and patients 2.0 (-8% and -9% D1 misses packed); objects met
 # alone lose by straddling (cxx_dom, cxx_netsim: +1-2% packed, loop+walk < 0.2).
 PACK_SELF_SHARE = 0.5
+# Ours. How a group's fresh space is laid out: "spans" carves a span per size class, as
+# every other pool of the runtime does; "interleave" bumps every size in allocation order,
+# HALO's group allocator. Spans by default, measured (docs/results.md §17, docs/planning.md
+# "Interleaved or by size class"): lua5.4's halo plan on mimalloc ran 1.31x mimalloc's CPU
+# time interleaved and 0.98x with spans (one group of 84,000 live objects in 19 classes),
+# and on the suite spans gave apa_split -29% and cxx_netsim -8% D1 misses, the rest even.
+# hds plans keep allocation order: their groups are hot data streams, laid out in order.
+GROUP_LAYOUTS = ("spans", "interleave")
+DEFAULT_GROUP_LAYOUT = "spans"
 # Ours. Identification by rule: where one label has at least this share of the profiled
 # allocations under a chain prefix, that prefix decides alone and the others are placed
 # with it. Telling the minority apart needs more frames, and then every allocation through
@@ -78,6 +87,7 @@ class PlannedGroup:
     weight: int  # halo: affinity inside the group; hds: stream heat; callsite: accesses
     score: float | None = None  # halo: s(G) of Figure 7
     packed: bool = False  # 24-byte objects in 24-byte slots (with min_align 8)
+    spans: bool = False  # fresh space per size class (GROUP_LAYOUTS)
     sites: list[hds.Site] = field(default_factory=list)  # hds and callsite: the identifying sites
 
 
@@ -154,11 +164,13 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
               rest: str = DEFAULT_REST, rest_max_size: int = DEFAULT_REST_MAX_SIZE,
               min_align: str = "auto", source: str = "",
               dominance: float = DEFAULT_DOMINANCE, walk_budget: float = DEFAULT_WALK_BUDGET,
-              prefix_rest: str = "allocator") -> PlanResult:
+              prefix_rest: str = "allocator", group_layout: str = DEFAULT_GROUP_LAYOUT) -> PlanResult:
     """Group, identify and build the plan for one profile. prefix_rest "halo": a prefix
     strategy's plan also holds the HALO plan for the objects outside the region."""
     gp = grouping_params or grouping.GroupingParams()
     hp = hds_params or hds.HdsParams()
+    if group_layout not in GROUP_LAYOUTS:
+        raise ValueError(f"group layout {group_layout!r}: expected one of {', '.join(GROUP_LAYOUTS)}")
     if max_object_size is None:
         max_object_size = profile.header_int("max_object_size", DEFAULT_MAX_OBJECT_SIZE) or DEFAULT_MAX_OBJECT_SIZE
     if strategy.startswith("prefix:"):  # never modulo recursion: instances count one profiled context
@@ -167,7 +179,8 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
         if prefix_rest == "halo":
             base = make_plan(profile, "halo", grouping_params=grouping_params, chunk_size=chunk_size,
                              max_object_size=max_object_size, rest=rest, rest_max_size=rest_max_size,
-                             min_align=min_align, source=source, dominance=dominance, walk_budget=walk_budget)
+                             min_align=min_align, source=source, dominance=dominance, walk_budget=walk_budget,
+                             group_layout=group_layout)
         elif prefix_rest != "allocator":
             raise ValueError(f"prefix rest {prefix_rest!r}: expected allocator or halo")
         usable = usable_contexts(profile)
@@ -227,7 +240,8 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
     plan.min_align, why = choose_min_align(min_align, plan.modules)
     for g in groups:
         g.packed = plan.min_align == 8 and self_share(profile, g.contexts) >= PACK_SELF_SHARE
-    plan.groups = [PlanGroup(g.id, len(g.contexts), g.weight, g.packed) for g in groups]
+        g.spans = group_layout == "spans" and strategy != "hds"
+    plan.groups = [PlanGroup(g.id, len(g.contexts), g.weight, g.packed, g.spans) for g in groups]
     plan.rules = [SelectRule(r.group, tuple((index[m], plan_frame(off)) for m, off in r.frames)) for r in table.rules]
     plan.comments = [
         f"made by heaplayout plan from {source or 'a profile'} (exe {profile.header.get('exe', '?')})",

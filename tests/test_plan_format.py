@@ -173,7 +173,7 @@ def test_plan_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[s
     # grouping: the strongest edge (0,1) seeds with context 0; s({0}) = 900 (loop),
     # s({0,1}) = 4900/2 = 2450 -> merge; context 2: s = 4950/4 < 0.95*2450 -> stays out.
     # Context 2 is below the 90% popularity line anyway (6000 + 3500 = 9500 >= 9009).
-    assert plan.groups == [PlanGroup(1, 2, 4900)]
+    assert plan.groups == [PlanGroup(1, 2, 4900, spans=True)]  # a span per size class by default
     # identification: W is shared with the ungrouped C; most of W's allocations are
     # group 1's, so W itself gives group 1 (an unseen caller of W joins it: the nearest
     # profiled label) and one more frame sends C back to ungrouped; frames become return
@@ -256,3 +256,17 @@ def test_plan_frames_are_the_binary_return_addresses(tmp_path: Path) -> None:
     (ret,) = elf.call_return_addresses(binary, "xmalloc", "malloc")
     # every allocation goes through xmalloc: each rule starts at its return address
     assert {r.frames[0] for r in plan.rules} == {(0, ret)}
+
+
+def test_group_layout_option_and_hds_plans_keep_allocation_order(tmp_path: Path) -> None:
+    prof = tmp_path / "x.prof"
+    write_profile(sample_profile(), prof)
+    for layout, spans in (("interleave", False), ("spans", True)):
+        out = tmp_path / f"{layout}.plan"
+        assert cli.main(["plan", str(prof), "-o", str(out), "--dominance", "1", "--group-layout", layout]) == 0
+        assert [g.spans for g in read_plan(out).groups] == [spans]
+        assert ("spans" in out.read_text().split("group 1 ")[1].splitlines()[0]) == spans
+    plan = planner.make_plan(sample_profile(), "hds").plan  # hot data streams are laid out in order
+    assert plan.groups and all(not g.spans for g in plan.groups)
+    with pytest.raises(ValueError):
+        planner.make_plan(sample_profile(), "halo", group_layout="tight")

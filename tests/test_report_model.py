@@ -120,6 +120,17 @@ def test_plan_layout_puts_a_group_in_its_own_chunk_in_allocation_order():
     assert [b.label for b in after.bands] == ["allocator heap", "group 1"]
 
 
+def test_a_spans_group_keeps_each_size_class_together():
+    # one group of two contexts, 32 and 64 bytes, allocated alternately
+    objs = [(i % 2, 32 if i % 2 == 0 else 64, i, None) for i in range(20)]
+    p = profile_of(objs, [1 + k for k in range(20)])
+    for spans, gap32 in ((False, 96), (True, 32)):
+        plan = Plan(strategy="halo", groups=[PlanGroup(1, 2, 1, spans=spans)])
+        after = plan_layout(p, plan, {0: 1, 1: 1})
+        small = [o.id for o in p.objects if o.context == 0]
+        assert {after.model_address[y] - after.model_address[x] for x, y in zip(small, small[1:])} == {gap32}
+
+
 def test_a_long_stream_is_sampled_and_the_grid_stays_fixed():
     n = HEATMAP_MAX_REFERENCES * 2 + 10
     objs = [(k % 3, 32, 0, None) for k in range(300)]

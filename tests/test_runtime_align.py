@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_program
 from heaplayout import elf, planner
-from heaplayout.plan_format import Plan, PlanError, PlanGroup, PlanModule, parse_plan, plan_text
+from heaplayout.plan_format import Plan, PlanError, PlanGroup, PlanModule, parse_plan, plan_text, read_plan
 
 CALLSITE = {"HEAPLAYOUT_POLICY": "callsite", "HEAPLAYOUT_MIN_OBJECTS": "1", "HEAPLAYOUT_MAX_SIZE": "4096"}
 
@@ -65,6 +65,24 @@ def test_packed_groups_put_24_byte_objects_24_bytes_apart(build_dir, tmp_path, m
     r = run_program([str(binary), "pairs", "1000"], env_extra=extra)
     assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
     assert gaps(r.stdout.decode()) == {"gap24": gap}
+
+
+@pytest.mark.parametrize("flags,gaps_wanted", [
+    ("", {"gap32": 96, "gap64": 96}),  # HALO's allocation order: 32 64 32 64 ...
+    (" spans", {"gap32": 32, "gap64": 64}),  # one span of fresh space per size class
+    (" packed spans", {"gap32": 32, "gap64": 64}),
+])
+def test_a_group_interleaves_sizes_unless_the_plan_says_spans(build_dir, tmp_path, flags, gaps_wanted):
+    binary = align_test(build_dir)
+    ra = elf.call_return_addresses(binary, "alloc_sized", "malloc")[0]
+    plan = tmp_path / "two.plan"
+    plan.write_text("\n".join(["heaplayout-plan 1", "strategy halo", "chunk_size 1048576", "max_object_size 4096",
+                               f"module 0 {elf.build_id(binary)} {binary}", "skip libc.so.6",
+                               f"group 1 1 1000{flags}", f"select 1 0:{ra:x}", "end"]) + "\n")
+    assert [g.spans for g in read_plan(plan).groups] == ["spans" in flags]
+    r = run_program([str(binary), "two", "100"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+    assert gaps(r.stdout.decode()) == gaps_wanted
 
 
 @pytest.mark.parametrize("bad", ["min_align 12", "min_align", "group 1 1 1000 pack"])

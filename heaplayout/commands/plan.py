@@ -68,6 +68,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="most share of the profiled allocations whose call site may need a stack walk to be "
                         "identified; past it, the sites whose distinctions gain the fewest accesses per walk "
                         f"are decided by their call site alone (default {planner.DEFAULT_WALK_BUDGET}; 1: no budget)")
+    p.add_argument("--group-layout", choices=planner.GROUP_LAYOUTS, default=planner.DEFAULT_GROUP_LAYOUT,
+                   help="fresh space of a group: a span per size class, as every other pool (spans), or all "
+                        "sizes in allocation order, HALO's (interleave); hds plans always interleave "
+                        f"(default {planner.DEFAULT_GROUP_LAYOUT}; docs/planning.md)")
     p.add_argument("--allow-incomplete", action="store_true",
                    help="plan from a profile whose run was cut short (no END record); its affinity "
                         "and pointer records, written at exit, are missing, so few groups result")
@@ -127,7 +131,8 @@ def plan_command(args: argparse.Namespace) -> int:
                                    chunk_size=args.chunk_size, max_object_size=args.max_object_size,
                                    rest=args.rest, rest_max_size=args.rest_max_size,
                                    min_align=args.min_align, source=args.inputs[0], dominance=args.dominance,
-                                   walk_budget=args.walk_budget, prefix_rest=args.prefix_rest)
+                                   walk_budget=args.walk_budget, prefix_rest=args.prefix_rest,
+                                   group_layout=args.group_layout)
         write_plan(result.plan, args.output)
     except (OSError, ProfileError, PlanError, ValueError) as err:
         print(f"heaplayout plan: {err}", file=sys.stderr)
@@ -208,7 +213,8 @@ def report(result: planner.PlanResult, profile: Profile, source: str) -> dict[st
                  "skip": result.plan.skips, "chunk_size": result.plan.chunk_size,
                  "max_object_size": result.plan.max_object_size,
                  "rest": result.plan.rest, "rest_max_size": result.plan.rest_max_size,
-                 "min_align": result.plan.min_align, "packed_groups": [g.id for g in result.plan.groups if g.packed]},
+                 "min_align": result.plan.min_align, "packed_groups": [g.id for g in result.plan.groups if g.packed],
+                 "spans_groups": [g.id for g in result.plan.groups if g.spans]},
     }
 
 
@@ -313,7 +319,8 @@ def describe_plan(plan: Plan, name: str, profile: Profile | None = None) -> list
         return f"{m}:0x{off:x}"
 
     for g in plan.groups:
-        out.append(f"  group {g.id}: {g.contexts} contexts, weight {g.weight}{', packed' if g.packed else ''}")
+        out.append(f"  group {g.id}: {g.contexts} contexts, weight {g.weight}{', packed' if g.packed else ''}"
+                   f"{', a span per size class' if g.spans else ', sizes interleaved in allocation order'}")
         for r in plan.rules:
             if r.group == g.id:
                 out.append("    rule: " + " <- ".join(frame_text(m, o) for m, o in r.frames))

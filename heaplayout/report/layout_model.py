@@ -10,11 +10,13 @@ valgrind's allocator's anyway). The heatmap needs addresses, so they are modelle
   benchmarks/report_model/fidelity.py measures how many objects it puts where glibc does
   (docs/report.md).
 - **under the plan** (`PlanModel`): objects of a grouped context (up to the plan's
-  max_object_size) are bump-allocated in their group's chunks of the plan's chunk size,
-  mixed sizes in allocation order, and a freed slot is reused most recently freed first by
-  the same size class of the same group (runtime/src: size_class.c, alloc.c); with
-  `rest callsite` the other small objects get one pool per call site; everything else goes
-  to the same GlibcModel. Chunk colouring, per-thread pools and PreFix regions are not modelled.
+  max_object_size) are bump-allocated in their group's chunks of the plan's chunk size:
+  all sizes in allocation order, or, in a group the plan marks `spans` and in call-site
+  pools, each size class from its own span of SPAN_BYTES carved from the chunk; a freed
+  slot is reused most recently freed first by the same size class of the same group
+  (runtime/src: size_class.c, alloc.c); with `rest callsite` the other small objects get
+  one pool per call site; everything else goes to the same GlibcModel. Chunk colouring,
+  per-thread pools, per-chunk free lists and PreFix regions are not modelled.
 
 A model's addresses are only as good as the model: the heatmap shows the shape of the
 placement (what is next to what, how far apart), not the addresses a run would print.
@@ -30,6 +32,7 @@ from .glibc_model import GlibcModel, Segment
 
 MMAP_BASE = 1 << 40  # model address spaces of the three kinds of memory, far apart
 POOL_BASE = 1 << 44
+SPAN_BYTES = 16384  # the runtime's default HEAPLAYOUT_SPAN_BYTES (tunables.h)
 
 
 def slot_size(size: int, align: int) -> int:
@@ -55,6 +58,8 @@ class PlanModel:
         self.free_slots: dict[tuple[object, int], list[tuple[int, int]]] = {}
         self.owner: dict[int, object] = {}  # chunk index -> pool
         self.pool_of_object: dict[int, tuple[object, int]] = {}
+        self.span: dict[tuple[object, int], tuple[int, int, int]] = {}  # (pool, class) -> chunk, next, end
+        self.spans_groups = {g.id for g in plan.groups if g.spans}
 
     def pool(self, obj: Object) -> object | None:
         g = self.group_of.get(obj.context, 0)
@@ -72,16 +77,32 @@ class PlanModel:
         free = self.free_slots.get((pool, cls))
         if free:
             chunk, off = free.pop()
+        elif not isinstance(pool, int) or pool in self.spans_groups:
+            chunk, off = self._span_slot(pool, cls)
         else:
-            chunk, used = self.current.get(pool, (-1, self.plan.chunk_size))
-            if used + cls > self.plan.chunk_size:
-                chunk, used = self.chunks, 0
-                self.chunks += 1
-                self.owner[chunk] = pool
-            off = used
-            self.current[pool] = (chunk, used + cls)
+            chunk, off = self._bump(pool, cls)
         self.pool_of_object[obj.id] = (pool, cls)
         return ("chunk", chunk), off
+
+    def _bump(self, pool: object, nbytes: int, align: int = 1) -> tuple[int, int]:
+        chunk, used = self.current.get(pool, (-1, self.plan.chunk_size))
+        used = (used + align - 1) // align * align
+        if used + nbytes > self.plan.chunk_size:
+            chunk, used = self.chunks, 0
+            self.chunks += 1
+            self.owner[chunk] = pool
+        self.current[pool] = (chunk, used + nbytes)
+        return chunk, used
+
+    def _span_slot(self, pool: object, cls: int) -> tuple[int, int]:
+        """The next fresh slot of the class's span, carving a new span (16-aligned, a whole
+        number of slots) from the pool's chunk when it runs out (alloc.c span_carve)."""
+        chunk, at, end = self.span.get((pool, cls), (-1, 0, 0))
+        if at + cls > end:
+            chunk, at = self._bump(pool, max(SPAN_BYTES, cls) // cls * cls, 16)
+            end = at + max(SPAN_BYTES, cls) // cls * cls
+        self.span[(pool, cls)] = (chunk, at + cls, end)
+        return chunk, at
 
     def realloc(self, obj: Object, old: Object, seg: Segment, offset: int) -> tuple[Segment, int]:
         """The runtime's realloc moves between pools; within the allocator underneath, glibc's."""

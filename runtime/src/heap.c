@@ -148,7 +148,10 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
   tp->pool = pool;
   tp->classes = hl_pool_classes(pool);
   tp->counting = hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0);
-  tp->interleave = pool != HL_POOL_CC && hl_pool_group(pool) != 0;
+  /* a plan's group keeps HALO's allocation order across sizes unless the plan marks it
+   * `spans` (docs/planning.md, "Interleaved or by size class") */
+  uint16_t group = pool == HL_POOL_CC ? 0 : hl_pool_group(pool);
+  tp->interleave = group != 0 && !hl_plan_group_spans(group);
   /* a plan's group takes objects up to the plan's limit; site pools up to theirs */
   tp->max_size = pool == HL_POOL_CC       ? HL_MAX_CLASS_SIZE
                  : hl_pool_group(pool) != 0 ? hl_plan_group_max_size()

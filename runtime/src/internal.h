@@ -833,6 +833,7 @@ uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **
 uint32_t hl_plan_groups(void);
 uint32_t hl_plan_group_max_size(void);
 int hl_plan_group_packed(uint16_t group); /* the plan packs the group (size_class.c) */
+int hl_plan_group_spans(uint16_t group);  /* the group carves spans per size class (heap.c) */
 int hl_plan_pc_skipped(uintptr_t pc);     /* pc lies in a module the plan's walks skip */
 
 /* PreFix (prefix.c, docs/prefix.md): the plan's preallocated region and its slots */

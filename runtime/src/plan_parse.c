@@ -588,10 +588,16 @@ static int parse_record(parse_state *st, int r, uint32_t line, span rest, const 
       spec->nskips++;
       return 1;
     case R_GROUP: {
-      int packed = f->count == 4 && span_is(f->all[3], "packed");
-      if (f->count == 4 && !packed) return fail(err, line, "group: the fourth field may only be 'packed'");
-      if (f->count != 3 && f->count != 4)
-        return fail(err, line, "group takes 3 fields (and an optional 'packed'), got %u", f->count);
+      /* optional flags after the weight, each at most once, in this order: packed, spans */
+      unsigned flag = 3;
+      int packed = flag < f->count && span_is(f->all[flag], "packed");
+      flag += (unsigned)packed;
+      int spans = flag < f->count && span_is(f->all[flag], "spans");
+      flag += (unsigned)spans;
+      if (f->count < 3 || f->count > 5)
+        return fail(err, line, "group takes 3 fields (and the optional flags 'packed' and 'spans'), got %u", f->count);
+      if (flag != f->count)
+        return fail(err, line, "group: after the weight only 'packed' and then 'spans' may follow");
       if (!bounded(err, line, "group id", f->all[0], spec->ngroups + 1, spec->ngroups + 1,
                    "group ids must be 1, 2, 3, ... in order", &v))
         return 0;
@@ -602,6 +608,7 @@ static int parse_record(parse_state *st, int r, uint32_t line, span rest, const 
         return 0;
       spec->ngroups++;
       spec->group_packed[spec->ngroups] = (uint8_t)packed;
+      spec->group_spans[spec->ngroups] = (uint8_t)spans;
       return 1;
     }
     case R_SELECT:

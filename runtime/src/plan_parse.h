@@ -92,6 +92,7 @@ typedef struct hl_plan_spec {
   hl_plan_module_spec modules[HL_PLAN_MAX_MODULES];
   char skips[HL_PLAN_MAX_SKIPS][HL_PLAN_MAX_SKIP_NAME + 1];
   uint8_t group_packed[HL_PLAN_MAX_GROUPS + 1]; /* by group id */
+  uint8_t group_spans[HL_PLAN_MAX_GROUPS + 1];  /* by group id: fresh space per size class */
   /* PreFix: region_bytes 0 when the plan has none */
   uint32_t region_bytes, region_align;
   uint32_t ncounters, nsites, nranges, nslots, nprules;

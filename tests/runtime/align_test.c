@@ -8,6 +8,8 @@
  *                          of consecutive 40- and 24-byte objects in the first round (fresh
  *                          space) and "ok" or the faults
  *   align_test pairs N     N 24-byte objects from alloc24 (a plan's group); prints spacing
+ *   align_test two N       N rounds of a 32- and a 64-byte object from alloc_sized (one call
+ *                          site); prints the spacing of consecutive objects of each size
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -106,8 +108,27 @@ static int pairs(int n) {
   return faults != 0;
 }
 
+NOINLINE unsigned char *alloc_sized(size_t size) { return malloc(size); }
+
+/* a group's fresh space: interleaved, a 32-byte object is 96 bytes after the previous one;
+ * carved in spans per size class, 32 */
+static int two_sizes(int n) {
+  unsigned char *prev32 = alloc_sized(32), *prev64 = alloc_sized(64);
+  long gap32 = 0, gap64 = 0;
+  for (int i = 1; i < n; i++) {
+    unsigned char *p = alloc_sized(32), *q = alloc_sized(64);
+    gap32 = (long)(p - prev32);
+    gap64 = (long)(q - prev64);
+    prev32 = p;
+    prev64 = q;
+  }
+  printf("gap32 %ld gap64 %ld\n", gap32, gap64);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int n = argc > 2 ? atoi(argv[2]) : 3;
   if (argc > 1 && strcmp(argv[1], "pairs") == 0) return pairs(n);
+  if (argc > 1 && strcmp(argv[1], "two") == 0) return two_sizes(n);
   return mixed(n);
 }
