@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import pytest
 
-from heaplayout import grouping, hds
-from heaplayout.grouping import AffinityGraph, GroupingParams
+from heaplayout.strategies import hds
+from heaplayout.strategies.halo import grouping
+from heaplayout.strategies.halo.grouping import AffinityGraph, GroupingParams
 from heaplayout.profile_format import Context, Object, Profile
 
 ACCESSES = {1: 1000, 2: 800, 3: 600, 4: 400, 5: 100, 6: 50}

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from heaplayout import cli, planner
+from heaplayout import cli
 from heaplayout.plan_format import Plan, PlanError, PlanGroup, PlanModule, SelectRule, parse_plan, read_plan, write_plan
+from heaplayout.planning import planner
 from heaplayout.profile_format import Context, Module, Object, Profile, Symbol, write_profile
 
 

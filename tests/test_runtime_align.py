@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_program
-from heaplayout import elf, planner
+from heaplayout import elf
+from heaplayout.planning import planner
 from heaplayout.plan_format import Plan, PlanError, PlanGroup, PlanModule, parse_plan, plan_text
 
 CALLSITE = {"HEAPLAYOUT_POLICY": "callsite", "HEAPLAYOUT_MIN_OBJECTS": "1", "HEAPLAYOUT_MAX_SIZE": "4096"}

@@ -1,8 +1,8 @@
-"""Data-structure merging from pointer edges (heaplayout/shape.py) and graph contraction."""
+"""Data-structure merging from pointer edges (heaplayout/strategies/halo/shape.py) and graph contraction."""
 
 from __future__ import annotations
 
-from heaplayout import grouping, shape
+from heaplayout.strategies.halo import grouping, shape
 from heaplayout.profile_format import Context, Profile
 
 

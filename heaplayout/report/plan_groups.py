@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import identify, planner, recursion
+from ..planning import identify, planner, recursion
 from ..plan_format import Plan
 from ..profile_format import Profile
 

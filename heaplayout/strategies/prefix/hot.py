@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...planner import usable_contexts
+from ...planning.planner import usable_contexts
 from ...profile_format import Object, Profile
 from .params import PrefixParams
 
