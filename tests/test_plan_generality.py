@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from heaplayout.planning import planner, recursion
 from heaplayout.strategies.halo import companions, grouping
-from heaplayout.profile_format import Context, Module, Profile
+from heaplayout.profile_model import Context, Module, Profile
 
 
 def _profile(affinity: dict, neighbours: dict) -> Profile:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from heaplayout.strategies.halo import grouping, shape
-from heaplayout.profile_format import Context, Profile
+from heaplayout.profile_model import Context, Profile
 
 
 def profile_with(sizes: dict[int, tuple[int, int]], edges: dict[tuple[int, int, int], int]) -> Profile:

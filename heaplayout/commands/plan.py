@@ -16,7 +16,8 @@ from typing import Any
 
 from ..plan_format import Plan, PlanError, read_plan, write_plan
 from ..planning import identify, planner
-from ..profile_format import Profile, ProfileError, read_profile
+from ..profile_model import Profile
+from ..profile_reader import ProfileError, read_profile
 from ..strategies import hds
 from ..strategies.halo import grouping
 

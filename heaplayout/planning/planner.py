@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import elf
 from ..plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
-from ..profile_format import Profile
+from ..profile_model import Profile
 from ..strategies import hds
 from ..strategies.halo import companions, grouping, shape
 from . import identify, recursion

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ...plan_format import MAX_RULE_FRAMES, Plan, PlanModule, SelectRule
 from ...plan_prefix import MAX_COUNTERS, MAX_SITES, PrefixCounter, PrefixRecords, PrefixSite, PrefixSlot
 from ...planning import identify
-from ...profile_format import Profile
+from ...profile_model import Profile
 from .analyze import analyze
 from .params import PrefixParams
 from .result import ContextRule, PrefixLayout

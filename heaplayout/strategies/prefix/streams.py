@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..hds import HdsParams, hot_streams
-from ...profile_format import Profile
+from ...profile_model import Profile
 from .hot import ObjectKey
 from .params import PrefixParams
 
