@@ -42,7 +42,7 @@ def test_suite_plans(out: Path) -> int:
 def planner_plans(out: Path) -> int:
     """Plans `heaplayout plan` makes from test_plan_format's hand-built profile."""
     import test_plan_format as tpf  # noqa: E402
-    from heaplayout import planner
+    from heaplayout.planning import planner
     from heaplayout.plan_format import write_plan
 
     n = 0

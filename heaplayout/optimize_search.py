@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from . import allocators, planner
+from . import allocators
 from .bench_stats import Spread, paired_ratios, spread
+from .planning import planner
 
 ALONE = "alone"  # the allocator by itself, no runtime
 POLICY_STRATEGIES = ("callsite", "dpa")  # runtime policies that need no profile (dpa: docs/dpa.md)

@@ -15,7 +15,7 @@ import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
-from .profile_format import Context, Profile
+from .profile_model import Context, Profile
 from .protobuf_wire import Message
 
 # The sample types, in the order of each sample's values; pprof shows the last by default

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from heaplayout import paths  # noqa: E402
-from heaplayout.profile_format import read_profile  # noqa: E402
+from heaplayout.profile_reader import read_profile  # noqa: E402
 
 PY_WORK = """
 d = {}

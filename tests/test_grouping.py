@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import pytest
 
-from heaplayout import grouping, hds
-from heaplayout.grouping import AffinityGraph, GroupingParams
-from heaplayout.profile_format import Context, Object, Profile
+from heaplayout.strategies import hds
+from heaplayout.strategies.halo import grouping
+from heaplayout.strategies.halo.grouping import AffinityGraph, GroupingParams
+from heaplayout.profile_model import Context, Object, Profile
 
 ACCESSES = {1: 1000, 2: 800, 3: 600, 4: 400, 5: 100, 6: 50}
 EDGES = {(1, 2): 100, (1, 3): 97, (2, 3): 98, (3, 4): 10, (4, 4): 60, (4, 5): 50, (5, 6): 5}

@@ -3,8 +3,8 @@ on hand-built contexts. Frames are written as letters; chains are innermost firs
 
 from __future__ import annotations
 
-from heaplayout import identify
-from heaplayout.identify import LabelledContext, Rule
+from heaplayout.planning import identify
+from heaplayout.planning.identify import LabelledContext, Rule
 
 NAMES = "w a b c d e f g h i k m n p q r s x y z v main".split()
 F = {name: (0, 0x100 + 0x10 * i) for i, name in enumerate(NAMES)}

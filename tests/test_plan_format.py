@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from heaplayout import cli, planner
+from heaplayout import cli
 from heaplayout.plan_format import Plan, PlanError, PlanGroup, PlanModule, SelectRule, parse_plan, read_plan, write_plan
-from heaplayout.profile_format import Context, Module, Object, Profile, Symbol, write_profile
+from heaplayout.planning import planner
+from heaplayout.profile_model import Context, Module, Object, Profile, Symbol
+from heaplayout.profile_writer import write_profile
 
 
 def sample_plan() -> Plan:

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from heaplayout import companions, grouping, planner, recursion
-from heaplayout.profile_format import Context, Module, Profile
+from heaplayout.planning import planner, recursion
+from heaplayout.strategies.halo import companions, grouping
+from heaplayout.profile_model import Context, Module, Profile
 
 
 def _profile(affinity: dict, neighbours: dict) -> Profile:
@@ -90,7 +91,7 @@ def test_paths_through_a_recursion_become_one_context() -> None:
 
 
 def test_placement_from_statistics() -> None:
-    from heaplayout import placement
+    from heaplayout.planning import placement
     stats = {"pools": [{"id": 3, "kind": "group", "group": 1, "objects": 60, "bytes_requested": 600},
                        {"id": 4, "kind": "site", "group": 0, "objects": 10, "bytes_requested": 100}],
              "forwarded": {"objects": 30, "bytes_requested": 1300}, "plan_walks": 2, "plan_replays": 5}
@@ -118,7 +119,8 @@ def test_plan_made_at_depth_7_places_a_run_at_depth_10(build_dir, tmp_path) -> N
 
     import pytest
 
-    from heaplayout import paths, placement
+    from heaplayout import paths
+    from heaplayout.planning import placement
     from heaplayout.plan_format import read_plan
 
     if shutil.which("valgrind") is None:

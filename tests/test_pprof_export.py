@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from heaplayout.profile_export import folded_lines, pprof_bytes
-from heaplayout.profile_format import Context, Module, Profile, Symbol, read_profile
+from heaplayout.profile_model import Context, Module, Profile, Symbol
+from heaplayout.profile_reader import read_profile
 from heaplayout.protobuf_wire import varint
 from report_inputs import heaplayout, make_run
 

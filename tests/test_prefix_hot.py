@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from heaplayout.profile_format import Context, Module, Object, Profile
+from heaplayout.profile_model import Context, Module, Object, Profile
 from heaplayout.strategies.prefix.hot import aggregate, complete_objects, excluded_contexts, select_hot
 from heaplayout.strategies.prefix.params import PrefixParams
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from heaplayout.profile_format import write_profile
+from heaplayout.profile_writer import write_profile
 from heaplayout.strategies.prefix import PrefixParams, analyze
 from heaplayout.strategies.prefix.__main__ import main
 from heaplayout.strategies.prefix.layout import apply_cap, place, slot_bytes

@@ -4,7 +4,7 @@ order, per run; a call site with an unrecorded object is left out."""
 
 from __future__ import annotations
 
-from heaplayout.profile_format import Context, Object, Profile
+from heaplayout.profile_model import Context, Object, Profile
 from heaplayout.strategies.prefix.sites import by_call_site
 
 

@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from heaplayout import paths
-from heaplayout.profile_format import (Context, Module, Object, Profile, ProfileError, Symbol, parse_profile,
-                                       read_profile, write_profile)
+from heaplayout.profile_model import Context, Module, Object, Profile, Symbol
+from heaplayout.profile_reader import ProfileError, parse_profile, read_profile
+from heaplayout.profile_writer import write_profile
 
 
 def small_profile() -> Profile:

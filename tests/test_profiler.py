@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from heaplayout import paths
-from heaplayout.profile_format import merge_profiles, read_profile, write_profile
+from heaplayout.profile_merge import merge_profiles
+from heaplayout.profile_reader import read_profile
+from heaplayout.profile_writer import write_profile
 
 N = 500
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")

@@ -286,7 +286,7 @@ def test_optimize_table_counts_only_recommended_strategies_as_gains():
 
 def test_coverage_row_compares_the_placed_shares():
     from benchmarks.real import coverage
-    from heaplayout.placement import Placement
+    from heaplayout.planning.placement import Placement
 
     train = Placement(allocations=1000, bytes=10, grouped=800, grouped_bytes=8, site_pooled=0, walks=10, replays=0)
     measure = Placement(allocations=4000, bytes=40, grouped=2000, grouped_bytes=20, site_pooled=0, walks=400,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from heaplayout.profile_format import read_profile
+from heaplayout.profile_reader import read_profile
 from report_inputs import ARGS, heaplayout, make_run
 
 pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from heaplayout.plan_format import Plan, PlanGroup
-from heaplayout.profile_format import Context, Module, Object, Profile, Symbol
+from heaplayout.profile_model import Context, Module, Object, Profile, Symbol
 from heaplayout.report.bench_section import from_bench, rounds_svg
 from heaplayout.report.heatmap import build_heatmap
 from heaplayout.report.inputs import ReportInputs, load_inputs

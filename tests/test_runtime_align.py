@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_program
-from heaplayout import elf, planner
+from heaplayout import elf
+from heaplayout.planning import planner
 from heaplayout.plan_format import Plan, PlanError, PlanGroup, PlanModule, parse_plan, plan_text, read_plan
 
 CALLSITE = {"HEAPLAYOUT_POLICY": "callsite", "HEAPLAYOUT_MIN_OBJECTS": "1", "HEAPLAYOUT_MAX_SIZE": "4096"}
@@ -125,7 +126,7 @@ def test_real_binaries_report_their_compiler(build_dir):
 
 
 def test_groups_whose_objects_meet_their_own_kind_are_packed(tmp_path):
-    from heaplayout.profile_format import Context, Profile
+    from heaplayout.profile_model import Context, Profile
 
     p = Profile()
     p.contexts = {1: Context(1, "m", [(0, 1)], loads=100), 2: Context(2, "m", [(0, 2)], loads=100)}

@@ -1,9 +1,9 @@
-"""Data-structure merging from pointer edges (heaplayout/shape.py) and graph contraction."""
+"""Data-structure merging from pointer edges (heaplayout/strategies/halo/shape.py) and graph contraction."""
 
 from __future__ import annotations
 
-from heaplayout import grouping, shape
-from heaplayout.profile_format import Context, Profile
+from heaplayout.strategies.halo import grouping, shape
+from heaplayout.profile_model import Context, Profile
 
 
 def profile_with(sizes: dict[int, tuple[int, int]], edges: dict[tuple[int, int, int], int]) -> Profile:

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import run_program
 from heaplayout import allocators, bench
-from heaplayout.profile_format import read_profile
+from heaplayout.profile_reader import read_profile
 from heaplayout.shared_object import malloc_library_problem
 
 CLI = [sys.executable, "-m", "heaplayout.cli"]

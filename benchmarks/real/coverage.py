@@ -26,7 +26,7 @@ if str(REPO) not in sys.path:
 from benchmarks.real import corpus  # noqa: E402
 from benchmarks.real.measure import HL, base_environment  # noqa: E402
 from benchmarks.real.profiled import arguments, profiled_programs  # noqa: E402
-from heaplayout.placement import Placement, read_placement  # noqa: E402
+from heaplayout.planning.placement import Placement, read_placement  # noqa: E402
 
 PLANS = {"halo": [], "halo-site": ["--walk-budget", "0"]}
 

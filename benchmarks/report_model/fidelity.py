@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from heaplayout.profile_format import read_profile
+from heaplayout.profile_reader import read_profile
 from heaplayout.report.layout_model import replay_glibc
 
 HERE = Path(__file__).resolve().parent

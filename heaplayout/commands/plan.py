@@ -14,9 +14,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .. import grouping, hds, identify, planner
 from ..plan_format import Plan, PlanError, read_plan, write_plan
-from ..profile_format import Profile, ProfileError, read_profile
+from ..planning import identify, planner
+from ..profile_model import Profile
+from ..profile_reader import ProfileError, read_profile
+from ..strategies import hds
+from ..strategies.halo import grouping
 
 
 GROUPING_HELP = {

@@ -16,7 +16,10 @@ from pathlib import Path
 
 from .. import paths
 from ..program_input import check_stdin_file, redirect_stdin
-from ..profile_format import Profile, ProfileError, merge_profiles, read_profile, write_profile
+from ..profile_merge import merge_profiles
+from ..profile_model import Profile
+from ..profile_reader import ProfileError, read_profile
+from ..profile_writer import write_profile
 
 TOOL = "hlprof"
 

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from ..profile_export import FOLDED_VALUES, write_folded, write_pprof
-from ..profile_format import ProfileError, read_profile
+from ..profile_reader import ProfileError, read_profile
 
 PROG = "heaplayout profile export"
 

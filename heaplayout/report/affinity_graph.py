@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from html import escape
 
-from ..profile_format import Profile
+from ..profile_model import Profile
 from .limits import GRAPH_MAX_EDGES, GRAPH_MAX_NODES
 from .naming import context_names, full_chain
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..profile_format import Profile
+from ..profile_model import Profile
 from .layout_model import Layout
 from .limits import (HEATMAP_ADDRESS_BINS, HEATMAP_MAX_REFERENCES, HEATMAP_TIME_BINS, LINE_BYTES, PAGE_BYTES,
                      PAGE_WINDOW)

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..plan_format import Plan, PlanError, read_plan
-from ..profile_format import Profile, ProfileError, read_profile
+from ..profile_model import Profile
+from ..profile_reader import ProfileError, read_profile
 from .tables import Simulation
 
 BENCH_SCHEMA = "heaplayout-bench/1"

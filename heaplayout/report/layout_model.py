@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..plan_format import Plan
-from ..profile_format import Object, Profile
+from ..profile_model import Object, Profile
 from .glibc_model import GlibcModel, Segment
 
 MMAP_BASE = 1 << 40  # model address spaces of the three kinds of memory, far apart

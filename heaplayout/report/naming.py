@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..commands.plan import short_function
-from ..profile_format import Profile
+from ..profile_model import Profile
 from .limits import NAME_MAX_FRAMES
 
 LIBRARY_NAMESPACES = ("std", "__gnu_cxx", "__cxx11", "__detail")

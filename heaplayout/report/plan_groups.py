@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import identify, planner, recursion
 from ..plan_format import Plan
-from ..profile_format import Profile
+from ..planning import identify, planner, recursion
+from ..profile_model import Profile
 
 
 @dataclass

@@ -7,7 +7,7 @@ import shlex
 from html import escape
 from pathlib import Path
 
-from ..profile_format import Profile
+from ..profile_model import Profile
 from .heatmap import Heatmap
 from .inputs import Loaded
 from .plan_groups import PlanGrouping

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from ..profile_format import Profile
+from ..profile_model import Profile
 from .limits import TABLE_MAX_ROWS
 from .naming import context_names, full_chain
 

@@ -488,7 +488,7 @@ int hl_plan_load(const char *path) {
   atomic_store_explicit(&plan.table, t, memory_order_release);
   hl_unwind_refresh_modules();
   hl_unwind_set_skip(is_skip_pc);
-  /* the rules were written over chains with one frame per function (heaplayout/recursion.py):
+  /* the rules were written over chains with one frame per function (heaplayout/planning/recursion.py):
    * walks must collapse recursion the same way, set before any rule is used */
   hl_unwind_set_collapse_functions(spec->recursion_function);
   /* opt.max_size bounds every pool (checked first on malloc); site pools of the rest keep

@@ -206,7 +206,7 @@ static void write_table(const pool_totals *t, unsigned npools) {
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes));
   if (atomic_load(&hl_state.policy) == HL_POLICY_PLAN) {
     /* how well the plan met this run: a plan that generalizes places about the share it
-     * placed on its training input, with few full walks (heaplayout/placement.py) */
+     * placed on its training input, with few full walks (heaplayout/planning/placement.py) */
     uint64_t all = atomic_load(&hl_state.forwarded_objects), all_bytes = atomic_load(&hl_state.forwarded_bytes);
     uint64_t grouped = 0, grouped_bytes = 0;
     for (unsigned id = 1; id < npools; id++) {

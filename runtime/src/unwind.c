@@ -407,7 +407,7 @@ int hl_unwind_function_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi) {
 /* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
  * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
  * profiler does; with the plan's `recursion function` record, to the innermost frame of
- * each function, as the planner collapsed the profile: heaplayout/recursion.py). When `want` frames were found, *f is the frame of the last of them.
+ * each function, as the planner collapsed the profile: heaplayout/planning/recursion.py). When `want` frames were found, *f is the frame of the last of them.
  * With tr, every step is appended to it; tr->replayable is cleared when the walk's course
  * depended on more than the return addresses it met (see hl_trace). */
 unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr) {

@@ -8,7 +8,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from ...profile_format import ProfileError, read_profile
+from ...profile_reader import ProfileError, read_profile
 from .analyze import analyze
 from .params import VARIANTS, PrefixParams
 from .hot import select_hot

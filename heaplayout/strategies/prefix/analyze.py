@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ...profile_format import Object, Profile
+from ...profile_model import Object, Profile
 from .complete import complete_progressions
 from .hot import HotObject, ObjectKey, complete_objects, select_hot
 from .instances import assign_counters

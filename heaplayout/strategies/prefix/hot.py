@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...planner import usable_contexts
-from ...profile_format import Object, Profile
+from ...planning.planner import usable_contexts
+from ...profile_model import Object, Profile
 from .params import PrefixParams
 
 ObjectKey = tuple[int, int]  # (context id, instance): PreFix's object id

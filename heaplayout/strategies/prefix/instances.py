@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ...profile_format import Object
+from ...profile_model import Object
 from .hot import ObjectKey
 from .params import PrefixParams
 

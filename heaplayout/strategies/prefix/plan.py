@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ... import identify
 from ...plan_format import MAX_RULE_FRAMES, Plan, PlanModule, SelectRule
 from ...plan_prefix import MAX_COUNTERS, MAX_SITES, PrefixCounter, PrefixRecords, PrefixSite, PrefixSlot
-from ...profile_format import Profile
+from ...planning import identify
+from ...profile_model import Profile
 from .analyze import analyze
 from .params import PrefixParams
 from .result import ContextRule, PrefixLayout
@@ -80,7 +80,7 @@ def prefix_records(profile: Profile, layout: PrefixLayout, usable: set[int],
                    module_index: dict[int, int]) -> PrefixPlanned:
     """The records of one layout; module_index (profile module -> plan module) is extended
     with the modules the rules name."""
-    from ...planner import plan_frame  # planner imports this module lazily
+    from ...planning.planner import plan_frame  # planner imports this module lazily
     counters: dict[int, int] = {}  # analysis counter id -> dense plan id
     pre = PrefixRecords(region_bytes=layout.region_bytes, region_align=layout.align)
     site_of: dict[int, int] = {}
@@ -113,7 +113,7 @@ def make_prefix_plan(profile: Profile, variant: str, usable: set[int], skips: li
     `base` (a HALO plan of the same profile), that plan's groups place the objects outside
     the region, in the same file. by_site: objects numbered per call site, as the paper
     does, so that the runtime never walks the stack for them (sites.py)."""
-    from ...planner import profile_module_for, usable_contexts  # planner imports this module lazily
+    from ...planning.planner import profile_module_for, usable_contexts  # planner imports this module lazily
     identified_by = "contexts (call chains)"
     if by_site:
         sited = by_call_site(profile)

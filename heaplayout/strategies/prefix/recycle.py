@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ...profile_format import Object, Profile
+from ...profile_model import Object, Profile
 from .hot import ObjectKey
 from .layout import slot_bytes
 from .params import PrefixParams

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...profile_format import Object, Profile
+from ...profile_model import Object, Profile
 from .hot import ObjectKey
 from .result import PrefixLayout
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...profile_format import Profile
+from ...profile_model import Profile
 from .instances import value_ranges
 from .replay import ReplayStats
 from .result import ContextRule, PrefixAnalysis, PrefixLayout

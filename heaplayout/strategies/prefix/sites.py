@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...profile_format import Context, Object, Profile
+from ...profile_model import Context, Object, Profile
 from .hot import complete_objects
 
 Frame = tuple[int, int]

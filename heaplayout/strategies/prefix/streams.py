@@ -1,6 +1,6 @@
 """Observed hot data streams (PreFix's OHDS) from the profile's reference stream.
 
-The detector is heaplayout/hds.py's `hot_streams`, the one the `hds` strategy uses, reused
+The detector is `hot_streams` of strategies/hds.py, the one the `hds` strategy uses, reused
 as it is: it works on object ids (the stream's own alphabet), finds repeated subsequences of
 2..20 objects, and picks them hottest first until they cover 90% of the analysed
 references, where a stream's heat is its length times its non-overlapping occurrences, i.e.
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...hds import HdsParams, hot_streams
-from ...profile_format import Profile
+from ..hds import HdsParams, hot_streams
+from ...profile_model import Profile
 from .hot import ObjectKey
 from .params import PrefixParams
 

@@ -16,7 +16,7 @@ graph over it before grouping, so a structure is grouped (or left out) as a whol
 
 from __future__ import annotations
 
-from .profile_format import Profile
+from ...profile_model import Profile
 
 
 def _find(parent: dict[int, int], x: int) -> int:

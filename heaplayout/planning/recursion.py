@@ -21,8 +21,8 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import elf
-from .profile_format import Context, Profile
+from .. import elf
+from ..profile_model import Context, Profile
 
 Frame = tuple[int, int]  # (module id, offset) as in the profile
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, fields
 
-from .profile_format import Profile
+from ..profile_model import Profile
 
 Site = tuple[int, int]  # (module id, offset) of the innermost frame, as in the profile
 

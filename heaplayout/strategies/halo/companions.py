@@ -23,7 +23,7 @@ or leaves both to the allocator, which keeps them side by side as before.
 
 from __future__ import annotations
 
-from .profile_format import Profile
+from ...profile_model import Profile
 
 
 def _find(parent: dict[int, int], x: int) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from .profile_format import Profile
+from ...profile_model import Profile
 
 Edge = tuple[int, int]  # (u, v) with u <= v; u == v is a loop edge
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import companions, elf, shape, grouping, hds, identify, recursion
-from .plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
-from .profile_format import Profile
+from .. import elf
+from ..plan_format import MAX_RULE_FRAMES, Plan, PlanGroup, PlanModule, SelectRule
+from ..profile_model import Profile
+from ..strategies import hds
+from ..strategies.halo import companions, grouping, shape
+from . import identify, recursion
 
 STRATEGIES = ("halo", "hds", "callsite")
 # PreFix (docs/prefix.md): apart from STRATEGIES, which optimize's candidates are made of
@@ -174,7 +177,7 @@ def make_plan(profile: Profile, strategy: str = "halo", *,
     if max_object_size is None:
         max_object_size = profile.header_int("max_object_size", DEFAULT_MAX_OBJECT_SIZE) or DEFAULT_MAX_OBJECT_SIZE
     if strategy.startswith("prefix:"):  # never modulo recursion: instances count one profiled context
-        from .strategies.prefix.plan import make_prefix_plan
+        from ..strategies.prefix.plan import make_prefix_plan
         base = None
         if prefix_rest == "halo":
             base = make_plan(profile, "halo", grouping_params=grouping_params, chunk_size=chunk_size,
