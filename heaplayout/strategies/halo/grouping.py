@@ -52,7 +52,7 @@ class GroupingParams:
     # edges: a pool for less cannot pay for its chunk and identification cost.
     gthresh: float = 0.005
     # Beyond HALO: 1 contracts the contexts one data structure is built from (linked by
-    # pointer fields, DPA 3.2; heaplayout/shape.py) into one node before grouping, so a
+    # pointer fields, DPA 3.2; heaplayout/strategies/halo/shape.py) into one node before grouping, so a
     # structure is never split over pools; 0 groups contexts exactly as HALO does.
     shape_merge: int = 1
     # A pointer link merges two contexts when it joins at least this share of the objects
@@ -65,7 +65,7 @@ class GroupingParams:
     # co-accessed with, spreading the traversal over twice the memory (Olden health's
     # waiting lists: docs/planning.md). 0 groups exactly as HALO.
     walk_weight: float = 1.0
-    # Beyond HALO (heaplayout/companions.py): contexts whose objects are allocated next to
+    # Beyond HALO (heaplayout/strategies/halo/companions.py): contexts whose objects are allocated next to
     # each other (one is the very next allocation after the other) for at least this share
     # of the rarer context's objects are companions: a per-object pairing such as a record
     # and its list cell, not two streams that happen to interleave. 0 turns the rule off.
