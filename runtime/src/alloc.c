@@ -69,11 +69,19 @@ static void spans_drop_in(hl_tpool *tp, const hl_chunk *c) {
       tp->span_bump[k] = tp->span_end[k] = NULL;
 }
 
+/* Where the next span in c starts: any class's alignment, after the gap that moves its
+ * head to other cache sets than the previous span's (tunables.h). A chunk's first span
+ * needs none: chunk colouring already starts each chunk on other sets. */
+static char *span_start(const hl_chunk *c) {
+  char *b = (char *)(((uintptr_t)c->bump + 15) & ~(uintptr_t)15);
+  return c->bump == c->data ? b : b + HL_SPAN_GAP_LINES * 64;
+}
+
 /* A new span for cls from c's bump region: 1 if c had room for one slot at least. */
 static int span_carve(hl_tpool *tp, hl_chunk *c, uint8_t cls) {
   if (c == NULL) return 0;
   hl_assert(!tp->interleave);
-  char *b = (char *)(((uintptr_t)c->bump + 15) & ~(uintptr_t)15); /* any class's alignment */
+  char *b = span_start(c);
   size_t csize = hl_class_size[cls];
   if (b > c->end || (size_t)(c->end - b) < csize) return 0;
   size_t want = hl_state.opt.span_bytes < csize ? csize : hl_state.opt.span_bytes;
@@ -308,7 +316,8 @@ void hl_tpool_retire(hl_tpool *tp) {
 
 /* Room for a slot of class cls in c's fresh space, after padding the bump pointer to the
  * class's alignment (an 8-byte gap when a 16-multiple class follows an odd-multiple one). */
-static int has_room(hl_chunk *c, uint8_t cls) {
+static int has_room(const hl_tpool *tp, hl_chunk *c, uint8_t cls) {
+  if (!tp->interleave) return span_start(c) + hl_class_size[cls] <= c->end; /* as span_carve will see it */
   if (!hl_slot_aligned((uintptr_t)c->bump, cls) && c->bump < c->end) c->bump += 8;
   return (size_t)(c->end - c->bump) >= hl_class_size[cls];
 }
@@ -327,23 +336,25 @@ void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
   /* frees from other threads may have refilled the lists */
   hl_tpool_collect_all(tp);
   if (tp->free[cls] == NULL && tp->queue[cls] != NULL) hl_tpool_refill(tp, cls);
-  if (tp->free[cls] != NULL || (tp->interleave ? tp->cur && has_room(tp->cur, cls) : span_carve(tp, tp->cur, cls)))
+  if (tp->free[cls] != NULL || (tp->interleave ? tp->cur && has_room(tp, tp->cur, cls) : span_carve(tp, tp->cur, cls)))
     return hl_tpool_alloc(tp, size);
   /* fresh space: a chunk of ours with room (one left by an aligned request), a chunk
    * abandoned by an exited thread, or a new one */
   hl_chunk *c;
   for (c = tp->others; c; c = c->next)
-    if (has_room(c, cls)) {
+    if (has_room(tp, c, cls)) {
       chunks_unlink(tp, c);
       break;
     }
   while (c == NULL && (c = hl_chunk_adopt(tp->pool)) != NULL) {
     adopt(tp, c);
-    if (tp->queue[cls] != NULL) {
-      hl_tpool_refill(tp, cls);
+    /* its first free slot of cls may have become the allocation list itself (hl_slot_push),
+     * the others queue the chunk; a full adopted chunk must not be passed over for that */
+    if (tp->free[cls] != NULL || tp->queue[cls] != NULL) {
+      if (tp->free[cls] == NULL) hl_tpool_refill(tp, cls);
       return hl_tpool_alloc(tp, size);
     }
-    if (c->in_use && c->owner == tp && has_room(c, cls)) chunks_unlink(tp, c);
+    if (c->in_use && c->owner == tp && has_room(tp, c, cls)) chunks_unlink(tp, c);
     else c = NULL;
   }
   if (c == NULL && (c = hl_chunk_acquire(tp->pool)) == NULL) return NULL; /* range exhausted: forward */
