@@ -86,6 +86,17 @@ def test_a_group_interleaves_sizes_unless_the_plan_says_spans(build_dir, tmp_pat
     assert gaps(r.stdout.decode()) == gaps_wanted
 
 
+def test_span_heads_start_on_different_cache_sets(build_dir, tmp_path):
+    # callsite pool of 32- and 64-byte objects from one site: 4000 of each fill 8 and 16
+    # spans of 16 KiB; each span carved after another class's starts 9 lines further on
+    # (tunables.h HL_SPAN_GAP_LINES), so no two heads share a line position in a page;
+    # without the gap every head would sit on one
+    r = run_program([str(align_test(build_dir)), "two", "4000"], env_extra=CALLSITE)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+    heads, positions = map(int, re.search(r"heads (\d+) on (\d+) line positions", r.stdout.decode()).groups())
+    assert heads >= 8 and positions == heads, r.stdout.decode()
+
+
 @pytest.mark.parametrize("bad", ["min_align 12", "min_align", "group 1 1 1000 pack"])
 def test_plan_records_are_checked_by_both_readers(build_dir, tmp_path, bad):
     binary = align_test(build_dir)

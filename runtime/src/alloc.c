@@ -69,19 +69,20 @@ static void spans_drop_in(hl_tpool *tp, const hl_chunk *c) {
       tp->span_bump[k] = tp->span_end[k] = NULL;
 }
 
-/* Where the next span in c starts: any class's alignment, after the gap that moves its
- * head to other cache sets than the previous span's (tunables.h). A chunk's first span
- * needs none: chunk colouring already starts each chunk on other sets. */
-static char *span_start(const hl_chunk *c) {
+/* Where cls's next span in c starts: any class's alignment, after the gap that moves its
+ * head to other cache sets than the previous span's (tunables.h). No gap for a chunk's
+ * first span (chunk colouring already starts each chunk on other sets), nor where the
+ * previous span was cls's own: one class's spans stay one run of slots (pool.h's lists). */
+static char *span_start(const hl_tpool *tp, const hl_chunk *c, uint8_t cls) {
   char *b = (char *)(((uintptr_t)c->bump + 15) & ~(uintptr_t)15);
-  return c->bump == c->data ? b : b + HL_SPAN_GAP_LINES * 64;
+  return c->bump == c->data || tp->span_end[cls] == c->bump ? b : b + HL_SPAN_GAP_LINES * 64;
 }
 
 /* A new span for cls from c's bump region: 1 if c had room for one slot at least. */
 static int span_carve(hl_tpool *tp, hl_chunk *c, uint8_t cls) {
   if (c == NULL) return 0;
   hl_assert(!tp->interleave);
-  char *b = span_start(c);
+  char *b = span_start(tp, c, cls);
   size_t csize = hl_class_size[cls];
   if (b > c->end || (size_t)(c->end - b) < csize) return 0;
   size_t want = hl_state.opt.span_bytes < csize ? csize : hl_state.opt.span_bytes;
@@ -317,7 +318,7 @@ void hl_tpool_retire(hl_tpool *tp) {
 /* Room for a slot of class cls in c's fresh space, after padding the bump pointer to the
  * class's alignment (an 8-byte gap when a 16-multiple class follows an odd-multiple one). */
 static int has_room(const hl_tpool *tp, hl_chunk *c, uint8_t cls) {
-  if (!tp->interleave) return span_start(c) + hl_class_size[cls] <= c->end; /* as span_carve will see it */
+  if (!tp->interleave) return span_start(tp, c, cls) + hl_class_size[cls] <= c->end; /* as span_carve sees it */
   if (!hl_slot_aligned((uintptr_t)c->bump, cls) && c->bump < c->end) c->bump += 8;
   return (size_t)(c->end - c->bump) >= hl_class_size[cls];
 }

@@ -55,7 +55,7 @@
  * over one set's 8 ways (mimalloc's 64 KiB-aligned pages share the trait). prefix_recycle's
  * plan with a span per class took 2.12x the D1 misses of allocation order (cachegrind,
  * small input; 16,320-byte spans 1.37x, 15,424-byte 1.06x). A gap of this many lines before
- * each span moves the next head 9 sets on: an odd step, so 64 spans start on 64 different
+ * a span carved after another class's (alloc.c span_start) moves its head 9 sets on: an odd step, so 64 spans start on 64 different
  * sets, and heads of up to 9 lines do not overlap. Measured gaps of 0/1/3/5/9/15/31 lines:
  * prefix_recycle 1.43M/1.95M/0.93M/0.82M/0.74M/0.71M/0.72M D1 misses (interleaved 0.66M);
  * on six suite plans and lua5.4/cppcheck/gawk under callsite any gap moved D1 and LLd misses

@@ -111,18 +111,28 @@ static int pairs(int n) {
 NOINLINE unsigned char *alloc_sized(size_t size) { return malloc(size); }
 
 /* a group's fresh space: interleaved, a 32-byte object is 96 bytes after the previous one;
- * carved in spans per size class, 32 */
+ * carved in spans per size class, 32. Also counts the heads (an object not right after the
+ * previous one of its size: a new span's first) and the line positions in a page they
+ * start on: spans that began on one set would share one position. */
 static int two_sizes(int n) {
   unsigned char *prev32 = alloc_sized(32), *prev64 = alloc_sized(64);
   long gap32 = 0, gap64 = 0;
+  int heads = 0, npos = 0;
+  unsigned char seen[64] = {0};
   for (int i = 1; i < n; i++) {
     unsigned char *p = alloc_sized(32), *q = alloc_sized(64);
     gap32 = (long)(p - prev32);
     gap64 = (long)(q - prev64);
+    for (int k = 0; k < 2; k++) {
+      unsigned char *h = k ? q : p;
+      if (h == (k ? prev64 + 64 : prev32 + 32)) continue;
+      heads++;
+      if (!seen[((uintptr_t)h >> 6) & 63]++) npos++;
+    }
     prev32 = p;
     prev64 = q;
   }
-  printf("gap32 %ld gap64 %ld\n", gap32, gap64);
+  printf("gap32 %ld gap64 %ld\nheads %d on %d line positions\n", gap32, gap64, heads, npos);
   return 0;
 }
 
