@@ -100,6 +100,14 @@ def test_value_ranges():
     assert value_ranges([]) == []
 
 
+def test_contexts_of_two_threads_do_not_share():
+    # as test_contexts_in_tandem_share, but context 2 allocates in another thread: the
+    # runtime counts a counter in one thread only, so a shared value would never be reached
+    p = make_profile([(1, 16, 5, 0, None, 1), (2, 16, 5, 0, None, 2)] * 3)
+    cs = _counters(p, [(1, i) for i in range(3)] + [(2, i) for i in range(3)])
+    assert [c.contexts for c in cs] == [(1,), (2,)]
+
+
 def test_sharing_needs_a_shorter_rule():
     # A: instances 0..3 all hot (all); B: one hot object allocated after them. Shared values
     # 0..4 (all) cost 1 < 1 + 1: shared.

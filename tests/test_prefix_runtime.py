@@ -1,7 +1,8 @@
 """PreFix's runtime (runtime/src/prefix.c): slots taken at exact offsets, and every refusal
 path of docs/prefix.md ("Tests to write"): another build, a request too large, another
 site's slot, a busy recycled slot, an invalid or double free inside the region, realloc
-growing out of a slot, calloc of a reused slot, the divergence cut-off, threads at one site;
+growing out of a slot, calloc of a reused slot, the divergence cut-off, threads at one site
+(the counter's owner places, the others go to the allocator, frees from any thread);
 then the suite's PreFix workloads planned on one input and run on another.
 
 The plans for tests/runtime/prefix_test.c are written here from its disassembly (the return
@@ -162,11 +163,38 @@ def test_a_counter_refused_too_often_is_cut_off(program, runtime_lib, tmp_path):
 
 
 def test_threads_at_one_prefix_site(program, runtime_lib, tmp_path):
+    # the counter belongs to the first thread that counts on it: its 2,000 objects take
+    # values 0..1999 and their slots, the other threads' go to the allocator underneath
     plan = make_plan(tmp_path, program, [PrefixCounter(1, "all", 4000)], [("site_a", "malloc", 1)],
                      all_slots(1, 1, 4000, 48), region=4000 * 48)
     for _ in range(3):  # the program exits 3 if an object was written by another thread
         st = same_as_plain(program, runtime_lib, tmp_path, plan, "threads", "4", "2000")
-        assert st["taken"] == 4000 and st["freed"] == 4000 and st["refused_busy"] == 0
+        assert st["taken"] == 2000 and st["freed"] == 2000 and st["refused_busy"] == 0
+        assert st["refused_thread"] == 6000
+
+
+def test_a_second_thread_at_an_owned_site_goes_to_the_allocator(program, runtime_lib, tmp_path):
+    plan = make_plan(tmp_path, program, [PrefixCounter(1, "recycle", 8)], [("site_a", "malloc", 1)],
+                     all_slots(1, 1, 8, 64))
+    # main takes the 8 slots; the second thread's 8 are refused (not its counter) and it
+    # frees main's 8; main then takes them again (values 8..15, slots freed by the other thread)
+    st = same_as_plain(program, runtime_lib, tmp_path, plan, "owner", "8")
+    assert st["taken"] == 16 and st["refused_thread"] == 8 and st["refused_busy"] == 0 and st["freed"] == 16
+    r = run(program, runtime_lib, tmp_path, plan, "owner", "8", addresses=True)
+    addrs = {k: [int(a, 16) for a in re.findall(rb"^" + k + rb" \d+ 0x([0-9a-f]+)$", r.stdout, re.M)]
+             for k in (b"first", b"other", b"again")}
+    base = min(addrs[b"first"])
+    assert sorted(addrs[b"first"]) == sorted(addrs[b"again"]) == [base + 64 * i for i in range(8)]
+    assert all(not 0 <= a - base < 8 * 64 for a in addrs[b"other"])
+
+
+def test_slots_freed_by_another_thread_while_the_owner_takes_them(program, runtime_lib, tmp_path):
+    plan = make_plan(tmp_path, program, [PrefixCounter(1, "recycle", 4)], [("site_a", "malloc", 1)],
+                     all_slots(1, 1, 4, 64))
+    for _ in range(3):  # exits 3 if the consumer saw an object not as the owner wrote it
+        st = same_as_plain(program, runtime_lib, tmp_path, plan, "handoff", "20000")
+        assert st["taken"] + st["refused_busy"] == 20000 and st["taken"] > 0
+        assert st["freed"] == st["taken"] and st["refused_thread"] == 0
 
 
 # ---- the suite's PreFix workloads: planned on one input, run on another ----

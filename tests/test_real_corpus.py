@@ -303,12 +303,12 @@ def test_prefix_check_table_shows_every_input_and_a_changed_output():
     from benchmarks.real import prefix_check
 
     same = {"ok": True, "problem": "", "region_bytes": 2 * 1048576, "slots": 10, "taken": 7, "refused_site": 1,
-            "refused_size": 2, "refused_busy": 0, "counters_cut": 0, "walks": 1234}
+            "refused_size": 2, "refused_busy": 0, "refused_thread": 3, "counters_cut": 0, "walks": 1234}
     differs = {**same, "ok": False, "problem": "stdout differs: line 1"}
     rows = [{"program": "p", "plan": "prefix:hot", "planning_s": 1.25, "plan_problem": "", "train": same,
              "measure": differs},
             {"program": "q", "plan": "prefix:hds", "planning_s": 3.0, "plan_problem": "no hot objects"}]
     text = prefix_check.markdown(rows, "cmd")
-    assert "| p | prefix:hot | 1.2 | 2.0 MiB | 10 | train | same | 7 | 1 / 2 / 0 | 0 | 1,234 |" in text
+    assert "| p | prefix:hot | 1.2 | 2.0 MiB | 10 | train | same | 7 | 1 / 2 / 0 / 3 | 0 | 1,234 |" in text
     assert "| measure | **stdout differs: line 1** |" in text
     assert "| q | prefix:hds | 3.0 | — | — | — | plan failed: no hot objects |" in text

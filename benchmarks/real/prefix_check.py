@@ -44,7 +44,8 @@ VARIANTS = {
     "prefix:hds+hot by site, rest halo-site": ["--strategy", "prefix:hds+hot", "--prefix-rest", "halo",
                                                 "--walk-budget", "0"],
 }
-PREFIX_KEYS = ("region_bytes", "slots", "taken", "refused_site", "refused_size", "refused_busy", "counters_cut")
+PREFIX_KEYS = ("region_bytes", "slots", "taken", "refused_site", "refused_size", "refused_busy", "refused_thread",
+               "counters_cut")
 
 
 def say(msg: str) -> None:
@@ -90,7 +91,7 @@ def plan_run(p: corpus.Program, input_dir: Path, plan: Path, reference: tuple[in
 
 def markdown(rows: list[dict], command: str) -> str:
     out = [f"Command: `{command}`", "",
-           "| program | plan | planning s | region | slots | input | output | took a slot | refused (site / size / busy) "
+           "| program | plan | planning s | region | slots | input | output | took a slot | refused (site / size / busy / thread) "
            "| counters cut | stack walks |", "|---|---|---:|---:|---:|---|---|---:|---|---:|---:|"]
     for r in rows:
         if r.get("plan_problem"):
@@ -103,7 +104,8 @@ def markdown(rows: list[dict], command: str) -> str:
             verdict = "same" if x["ok"] else f"**{x['problem']}**"
             out.append(f"| {r['program']} | {r['plan']} | {r['planning_s']:.1f} | {region} | {x.get('slots', 0):,} | "
                        f"{which} | {verdict} | {x.get('taken', 0):,} | {x.get('refused_site', 0):,} / "
-                       f"{x.get('refused_size', 0):,} / {x.get('refused_busy', 0):,} | {x.get('counters_cut', 0)} | "
+                       f"{x.get('refused_size', 0):,} / {x.get('refused_busy', 0):,} / {x.get('refused_thread', 0):,} | "
+                       f"{x.get('counters_cut', 0)} | "
                        f"{x.get('walks', 0):,} |")
     return "\n".join(out) + "\n"
 

@@ -850,7 +850,8 @@ void hl_prefix_count_realloc(void *const *fp);        /* a moving realloc counts
 int hl_prefix_first_frame(uintptr_t pc);  /* a rule of a site whose counter may still place starts at pc */
 int hl_prefix_live(void);                 /* some counter may still place */
 typedef struct hl_prefix_stats_t {
-  uint64_t region_bytes, slots, taken, refused_site, refused_size, refused_busy, cut, freed, moved, reallocs;
+  uint64_t region_bytes, slots, taken, refused_site, refused_size, refused_busy, refused_thread, cut, freed, moved,
+      reallocs;
 } hl_prefix_stats_t;
 void hl_prefix_stats(hl_prefix_stats_t *out);
 

@@ -2,12 +2,34 @@
  *
  * A plan's prefix records name sites (allocation contexts, identified by prefix_select
  * rules as select's are), a counter per site (or shared by several), and slots: counter
- * value -> (site, offset, size). Every allocation at a PreFix site increments its counter
+ * value -> (site, offset, size). Every allocation at a PreFix site reaches its counter
  * (so these sites never get a site-cache entry: interpose.c sends them to the full path
- * each time); the value's slot is taken when it is this site's, large enough and free (a
- * CAS, no lock). Anything else goes to the pools or the allocator underneath, so a run that
- * differs from the profile loses placement, never correctness; a counter refused too often
- * is cut off for the rest of the run.
+ * each time); the value's slot is taken when it is this site's, large enough and free.
+ * Anything else goes to the pools or the allocator underneath, so a run that differs from
+ * the profile loses placement, never correctness; a counter refused too often is cut off
+ * for the rest of the run.
+ *
+ * Threads. A counter belongs to the first thread that counts on it (claimed once by a CAS);
+ * only that thread ever counts on it and takes its slots, so it does both with plain loads
+ * and stores, no read-modify-write (which were PreFix's whole loss on prefix_recycle:
+ * docs/results.md §12). Another thread's allocations at the counter's sites are neither
+ * counted nor placed: they go on as a refused allocation does. The planner places only
+ * contexts that allocated from one thread in the profile, whose numbering is that thread's
+ * anyway (docs/prefix.md, "Threads").
+ *
+ * A slot's state is written by two parties: the owner turns it FREE -> TAKEN, and whoever
+ * frees the object (any thread) turns it TAKEN -> FREE. These never race in a correct
+ * program: the owner writes TAKEN only after reading FREE, i.e. after the object's free,
+ * and then nobody holds the slot until the owner returns it; a free comes only after the
+ * object was handed to the freeing thread, an ordering the program made itself (lock,
+ * join, release/acquire), which also makes that thread's load see TAKEN. The free's store
+ * is a release and the owner's load of FREE an acquire, so every access of the freeing
+ * thread to the old object happens before the owner's next use of the slot. What is lost
+ * against the exchange used before: two frees of one object that race each other (both
+ * threads load TAKEN) are not caught; a double free in one thread, or in two threads that
+ * are ordered, still is. (A signal handler allocating at a site while its thread is inside
+ * place() could now take a slot twice: malloc is not async-signal-safe, and glibc's tcache
+ * has the same window.)
  *
  * Region pointers are freed through the allocator underneath's entry points, which this
  * file wraps when a region exists (hl_next_alloc.free, realloc, malloc_usable_size, the sized
@@ -25,7 +47,9 @@
 enum { SLOT_FREE = 0, SLOT_TAKEN = 1 };
 
 typedef struct px_counter {
+  /* all written by the owner only (atomic for the other threads' reads) */
   _Atomic(uint64_t) next;     /* the next allocation's value */
+  _Atomic(uint64_t) owner;    /* 0: not claimed yet; else the px_self of the one thread that counts */
   _Atomic(uint32_t) tried;    /* values that had a slot */
   _Atomic(uint32_t) refused;  /* of those, refused for site or size */
   _Atomic(uint8_t) cut;
@@ -65,8 +89,15 @@ static struct {
   uint32_t first_mask;
   _Atomic(uint32_t) live; /* counters neither past their last value nor cut off */
   /* statistics */
-  _Atomic(uint64_t) taken, refused_site, refused_size, refused_busy, cut, freed, moved, reallocs;
+  _Atomic(uint64_t) taken, refused_site, refused_size, refused_busy, refused_thread, cut, freed, moved, reallocs;
 } px;
+
+/* This thread's id for counter ownership: 64 bits, so never reused (two owners of one
+ * counter would take one slot twice). PX_NOBODY until the thread first claims: no
+ * counter's owner is ever that, so the owner test alone sends a new thread to claim(). */
+#define PX_NOBODY UINT64_MAX
+static _Atomic(uint64_t) px_threads;
+static __thread uint64_t px_self __attribute__((tls_model("initial-exec"))) = PX_NOBODY;
 
 int hl_prefix_on;
 
@@ -190,17 +221,42 @@ static int64_t rank_of(const px_counter *c, uint64_t v) {
   }
 }
 
+/* Reached by the counter's owner only, so its counts and the cut are its own to write. */
 static void refuse(px_counter *c, _Atomic(uint64_t) *why) {
   stat_add(why);
-  uint32_t r = atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed) + 1;
-  if (r >= HL_PREFIX_CUT_MIN && (uint64_t)r * HL_PREFIX_CUT_SHARE >= atomic_load_explicit(&c->tried, memory_order_relaxed)) {
-    uint8_t no = 0;
-    if (atomic_compare_exchange_strong(&c->cut, &no, 1)) {
-      atomic_fetch_add_explicit(&px.cut, 1, memory_order_relaxed);
-      if (atomic_load_explicit(&c->next, memory_order_relaxed) <= c->last + 1)
-        atomic_fetch_sub_explicit(&px.live, 1, memory_order_relaxed);
-    }
+  uint32_t r = atomic_load_explicit(&c->refused, memory_order_relaxed) + 1;
+  atomic_store_explicit(&c->refused, r, memory_order_relaxed);
+  if (r >= HL_PREFIX_CUT_MIN && (uint64_t)r * HL_PREFIX_CUT_SHARE >= atomic_load_explicit(&c->tried, memory_order_relaxed) &&
+      !atomic_load_explicit(&c->cut, memory_order_relaxed)) {
+    atomic_store_explicit(&c->cut, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&px.cut, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&c->next, memory_order_relaxed) <= c->last + 1)
+      atomic_fetch_sub_explicit(&px.live, 1, memory_order_relaxed);
   }
+}
+
+/* The owner test failed: this thread owns c now (it was unclaimed), or it never will. The
+ * CAS is paid once per counter; a thread that is not the owner pays a load. */
+static HL_NOINLINE int claim(px_counter *c) {
+  if (px_self == PX_NOBODY) px_self = atomic_fetch_add_explicit(&px_threads, 1, memory_order_relaxed) + 1;
+  uint64_t o = atomic_load_explicit(&c->owner, memory_order_relaxed);
+  if (o == 0 && atomic_compare_exchange_strong_explicit(&c->owner, &o, px_self, memory_order_relaxed,
+                                                        memory_order_relaxed))
+    return 1;
+  return o == px_self;
+}
+
+static inline int owns(px_counter *c) {
+  return HL_LIKELY(atomic_load_explicit(&c->owner, memory_order_relaxed) == px_self) || claim(c);
+}
+
+/* The owner's next value on c. */
+static inline uint64_t count(px_counter *c) {
+  uint64_t v = atomic_load_explicit(&c->next, memory_order_relaxed);
+  atomic_store_explicit(&c->next, v + 1, memory_order_relaxed);
+  if (HL_UNLIKELY(v > c->last) && v == c->last + 1 && !atomic_load_explicit(&c->cut, memory_order_relaxed))
+    atomic_fetch_sub_explicit(&px.live, 1, memory_order_relaxed); /* past its last value, once */
+  return v;
 }
 
 /* The return address whose allocation hl_prefix_try counted without placing it, so that the
@@ -212,17 +268,18 @@ static __thread uintptr_t counted_ra __attribute__((tls_model("initial-exec")));
 /* The allocation's value on site's counter, and its slot when it has one. */
 static void *place(uint16_t site, size_t size) {
   px_counter *c = &px.counters[px.site_counter[site]];
-  uint64_t v = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
-  if (HL_UNLIKELY(v > c->last)) {
-    if (v == c->last + 1 && !atomic_load_explicit(&c->cut, memory_order_relaxed)) /* one thread sees it */
-      atomic_fetch_sub_explicit(&px.live, 1, memory_order_relaxed);
+  if (!owns(c)) {
+    if (HL_UNLIKELY(hl_state.counting) && !atomic_load_explicit(&c->cut, memory_order_relaxed) &&
+        atomic_load_explicit(&c->next, memory_order_relaxed) <= c->last) /* while c may still place */
+      stat_add(&px.refused_thread);
     return NULL;
   }
+  uint64_t v = count(c);
+  if (HL_UNLIKELY(v > c->last)) return NULL;
   if (atomic_load_explicit(&c->cut, memory_order_relaxed)) return NULL;
   int64_t r = rank_of(c, v);
   if (r < 0) return NULL;
   uint32_t s = c->first_slot + (uint32_t)r;
-  /* a load and a store, not a locked add: the cut-off's ratio need not be exact */
   atomic_store_explicit(&c->tried, atomic_load_explicit(&c->tried, memory_order_relaxed) + 1, memory_order_relaxed);
   if (px.site[s] != site) {
     refuse(c, &px.refused_site);
@@ -232,12 +289,13 @@ static void *place(uint16_t site, size_t size) {
     refuse(c, &px.refused_size);
     return NULL;
   }
-  uint8_t expected = SLOT_FREE;
-  if (!atomic_compare_exchange_strong_explicit(&px.state[s], &expected, SLOT_TAKEN, memory_order_acquire,
-                                               memory_order_relaxed)) {
+  /* only the owner turns a slot FREE -> TAKEN, so no CAS; acquire pairs with the free's
+   * release (the threading argument at the top) */
+  if (atomic_load_explicit(&px.state[s], memory_order_acquire) != SLOT_FREE) {
     stat_add(&px.refused_busy);
     return NULL;
   }
+  atomic_store_explicit(&px.state[s], SLOT_TAKEN, memory_order_relaxed);
   px.requested[s] = (uint32_t)size;
   stat_add(&px.taken);
   return (void *)(px.base + px.offset[s]);
@@ -277,7 +335,9 @@ void hl_prefix_count_realloc(void *const *fp) {
   if (atomic_load_explicit(&hl_state.policy, memory_order_relaxed) != HL_POLICY_PLAN) return;
   uint16_t site = site_of(fp);
   if (site == 0) return;
-  atomic_fetch_add_explicit(&px.counters[px.site_counter[site]].next, 1, memory_order_relaxed);
+  px_counter *c = &px.counters[px.site_counter[site]];
+  if (!owns(c)) return; /* another thread's object: not numbered, as its allocations are not */
+  (void)count(c);
   stat_add(&px.reallocs);
 }
 
@@ -291,10 +351,14 @@ static uint32_t slot_at(void *p, const char *func) {
   return s - 1;
 }
 
+/* Any thread. The load sees TAKEN whenever the program handed the object over properly
+ * (that ordering includes the owner's store), so FREE here is a double free; two frees that
+ * race each other can both pass it (the top of this file). */
 static void slot_free(void *p, const char *func) {
   uint32_t s = slot_at(p, func);
-  if (atomic_exchange_explicit(&px.state[s], SLOT_FREE, memory_order_release) != SLOT_TAKEN)
+  if (atomic_load_explicit(&px.state[s], memory_order_relaxed) != SLOT_TAKEN)
     hl_free_invalid(p, HL_SIZEMAP_FREE, func); /* "double free detected" */
+  atomic_store_explicit(&px.state[s], SLOT_FREE, memory_order_release);
   stat_add(&px.freed);
 }
 
@@ -476,6 +540,7 @@ void hl_prefix_stats(hl_prefix_stats_t *out) {
   out->refused_site = atomic_load(&px.refused_site);
   out->refused_size = atomic_load(&px.refused_size);
   out->refused_busy = atomic_load(&px.refused_busy);
+  out->refused_thread = atomic_load(&px.refused_thread);
   out->cut = atomic_load(&px.cut);
   out->freed = atomic_load(&px.freed);
   out->moved = atomic_load(&px.moved);

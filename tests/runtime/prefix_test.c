@@ -14,6 +14,11 @@
  *   badfree          free of a site_a object's second byte (inside the region)
  *   doublefree       the same object freed twice
  *   threads T N      T threads each allocate N objects at site_a, check and free them
+ *   owner N          main allocates N objects at site_a (its counter becomes main's), then a
+ *                    second thread allocates N there and frees main's N; then main N more
+ *   handoff N        main allocates N objects at site_a, one at a time, and hands each to a
+ *                    second thread that checks and frees it (frees from another thread while
+ *                    the owner takes the slots again)
  * The addresses are printed only with PREFIX_TEST_ADDR=1 (they differ between runs). */
 #include <malloc.h>
 #include <pthread.h>
@@ -63,6 +68,60 @@ static void *worker(void *arg) {
       }
   for (long i = 0; i < n; i++) free(objs[i]);
   free(objs);
+  return (void *)sum;
+}
+
+static long owner_n;
+static char **owner_first;
+
+static void *owner_other(void *arg) {
+  int show = arg != NULL;
+  char **objs = malloc(sizeof(char *) * (size_t)owner_n);
+  unsigned long sum = 0;
+  for (long i = 0; i < owner_n; i++) {
+    objs[i] = site_a(64);
+    sum += fill_check(objs[i], 64, 1000u + (unsigned)i);
+    if (show) printf("other %ld %p\n", i, (void *)objs[i]);
+  }
+  for (long i = 0; i < owner_n; i++) {
+    for (size_t k = 1; k < 64; k++)
+      if (owner_first[i][k] != (char)((unsigned)i + k)) {
+        printf("corrupt object %ld\n", i);
+        exit(3);
+      }
+    free(owner_first[i]); /* a slot freed by a thread that does not own its counter */
+  }
+  for (long i = 0; i < owner_n; i++) free(objs[i]);
+  free(objs);
+  return (void *)sum;
+}
+
+#define RING 8
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  char *obj[RING];
+  long head, tail; /* pushed, popped */
+} ring = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0};
+
+static void *handoff_consumer(void *arg) {
+  long n = (long)arg;
+  unsigned long sum = 0;
+  for (long i = 0; i < n; i++) {
+    pthread_mutex_lock(&ring.lock);
+    while (ring.tail == ring.head) pthread_cond_wait(&ring.changed, &ring.lock);
+    char *p = ring.obj[ring.tail++ % RING];
+    pthread_cond_broadcast(&ring.changed);
+    pthread_mutex_unlock(&ring.lock);
+    for (size_t k = 1; k < 64; k++)
+      if (p[k] != (char)((unsigned)i * 7 + k)) {
+        printf("corrupt object %ld at %zu\n", i, k);
+        exit(3);
+      }
+    sum += (unsigned char)p[63];
+    memset(p, 0xee, 64); /* the owner must not see these writes in its next object */
+    free(p);
+  }
   return (void *)sum;
 }
 
@@ -145,6 +204,41 @@ int main(int argc, char **argv) {
       pthread_join(t[i], &r);
       sum += (unsigned long)r;
     }
+  } else if (strcmp(mode, "owner") == 0) {
+    owner_n = n;
+    owner_first = malloc(sizeof(char *) * (size_t)n);
+    for (long i = 0; i < n; i++) {
+      owner_first[i] = site_a(64);
+      sum += fill_check(owner_first[i], 64, (unsigned)i);
+      if (show) printf("first %ld %p\n", i, (void *)owner_first[i]);
+    }
+    pthread_t t;
+    void *r;
+    pthread_create(&t, NULL, owner_other, show ? (void *)1 : NULL);
+    pthread_join(t, &r);
+    sum += (unsigned long)r;
+    for (long i = 0; i < n; i++) {
+      char *p = site_a(64);
+      sum += fill_check(p, 64, 2000u + (unsigned)i);
+      if (show) printf("again %ld %p\n", i, (void *)p);
+      free(p);
+    }
+    free(owner_first);
+  } else if (strcmp(mode, "handoff") == 0) {
+    pthread_t t;
+    void *r;
+    pthread_create(&t, NULL, handoff_consumer, (void *)n);
+    for (long i = 0; i < n; i++) {
+      char *p = site_a(64);
+      for (size_t k = 1; k < 64; k++) p[k] = (char)((unsigned)i * 7 + k);
+      pthread_mutex_lock(&ring.lock);
+      while (ring.head - ring.tail == RING) pthread_cond_wait(&ring.changed, &ring.lock);
+      ring.obj[ring.head++ % RING] = p;
+      pthread_cond_broadcast(&ring.changed);
+      pthread_mutex_unlock(&ring.lock);
+    }
+    pthread_join(t, &r);
+    sum += (unsigned long)r;
   } else {
     return 2;
   }

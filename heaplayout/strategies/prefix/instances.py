@@ -26,8 +26,9 @@ counter). A shared value depends on how the contexts interleave, which another i
 change; sharing only where it shortens the rule keeps that risk where it buys something.
 Contexts are tried in the order of their first hot allocation, each joining the group
 before it when that test passes; groups over `share_max_allocations` allocations, contexts
-lacking some `O` records (hot.complete_objects) and, in a merged profile, groups whose
-values differ between runs are not shared.
+lacking some `O` records (hot.complete_objects), groups allocated from more than one
+thread in a run (the runtime counts a counter in its owner thread only) and, in a merged
+profile, groups whose values differ between runs are not shared.
 
 Sharing is off by default (`share_counters`): the paper shares to save instrumented code,
 which a preloaded runtime does not pay, and a shared value shifts whenever one of the
@@ -153,10 +154,20 @@ def _own_pattern(context: int, instances: list[int], complete: bool, per_context
             {(context, i): i for i in instances})
 
 
+def _one_thread(contexts: Sequence[int], per_context: dict[int, list[Object]]) -> bool:
+    """Each run allocated at these contexts from one thread: the runtime numbers a counter's
+    allocations in the one thread that owns it (docs/prefix.md, "Threads")."""
+    tids: dict[int, set[int]] = {}
+    for c in contexts:
+        for o in per_context.get(c, ()):
+            tids.setdefault(o.run, set()).add(o.tid)
+    return all(len(t) == 1 for t in tids.values())
+
+
 def _try_share(contexts: list[int], hot: dict[int, list[int]], per_context: dict[int, list[Object]],
                params: PrefixParams) -> tuple[Pattern, dict[ObjectKey, int]] | None:
     allocations = _run_allocations(contexts, per_context)
-    if allocations > params.share_max_allocations:
+    if allocations > params.share_max_allocations or not _one_thread(contexts, per_context):
         return None
     values = shared_values(contexts, per_context)
     if values is None:
