@@ -42,10 +42,10 @@ PACK_SELF_SHARE = 0.5
 # Ours. How a group's fresh space is laid out: "spans" carves a span per size class, as
 # every other pool of the runtime does; "interleave" bumps every size in allocation order,
 # HALO's group allocator. Spans by default, measured (docs/results.md §17, docs/planning.md
-# "Interleaved or by size class"): lua5.4's halo plan on mimalloc ran 1.31x mimalloc's CPU
-# time interleaved and 0.98x with spans (one group of 84,000 live objects in 19 classes),
-# and on the suite spans gave apa_split -29% and cxx_netsim -8% D1 misses, the rest even.
-# hds plans keep allocation order: their groups are hot data streams, laid out in order.
+# "a group's sizes interleaved or apart"): lua5.4's halo plan on mimalloc ran 1.31-1.51x
+# mimalloc's CPU time interleaved, 0.94-1.17x with spans (one group: 84,000 live objects of
+# 19 classes); on the suite spans cut D1 misses 8-29% on six workloads and cost
+# prefix_recycle 12%. hds plans keep allocation order: their groups are hot data streams.
 GROUP_LAYOUTS = ("spans", "interleave")
 DEFAULT_GROUP_LAYOUT = "spans"
 # Ours. Identification by rule: where one label has at least this share of the profiled

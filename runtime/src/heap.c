@@ -149,7 +149,7 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
   tp->classes = hl_pool_classes(pool);
   tp->counting = hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0);
   /* a plan's group keeps HALO's allocation order across sizes unless the plan marks it
-   * `spans` (docs/planning.md, "Interleaved or by size class") */
+   * `spans` (docs/planning.md, "a group's sizes interleaved or apart") */
   uint16_t group = pool == HL_POOL_CC ? 0 : hl_pool_group(pool);
   tp->interleave = group != 0 && !hl_plan_group_spans(group);
   /* a plan's group takes objects up to the plan's limit; site pools up to theirs */
