@@ -42,6 +42,9 @@ class OptimizeRun:
     runtime_stats: object = None
     runs: int = 0
     ignore: list[str] = field(default_factory=list)  # --ignore patterns of the output check
+    group_layout: str = "choose"  # --group-layout
+    # plan variant -> how its groups' layouts were chosen (commands/optimize.py, _choose_layouts)
+    group_layouts: dict[str, dict] = field(default_factory=dict)
 
     def candidate(self, label: str | None) -> Candidate | None:
         return self.search.by_label().get(label) if label else None
@@ -238,6 +241,7 @@ def to_json(run: OptimizeRun) -> dict:
         "stage_s": {k: round(v, 3) for k, v in run.stage_s.items()}, "runs": run.runs,
         "profile": None if run.profile is None else str(run.profile),
         "plans": {k: str(v) for k, v in run.plans.items()}, "notes": run.notes,
+        "group_layout": run.group_layout, "group_layouts": run.group_layouts,
         "settings": dataclasses.asdict(run.settings),
         "race_rounds": res.race_rounds, "stop_reason": res.stop_reason,
         "candidates": cands,

@@ -169,9 +169,11 @@ def valgrind_env(client_env: dict[str, str], program: Sequence[str],
 
 def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.PathLike | None = None,
                    valgrind: str = "valgrind", stdout=None, stderr=None,
-                   log_file: str | None = None, stdin: Path | None = None) -> dict:
+                   log_file: str | None = None, stdin: Path | None = None, cwd: Path | None = None,
+                   env_base: dict[str, str] | None = None) -> dict:
     """Run `program` under hlsim; return the tool's result (parsed JSON) with a few additions.
-    The program reads the file `stdin` from its start (None: /dev/null)."""
+    The program reads the file `stdin` from its start (None: /dev/null), runs in `cwd` (None:
+    ours) with `env_base` (None: our environment) plus the layout's variables."""
     lib = simulator_lib_dir()
     vg = shutil.which(valgrind)
     if not vg:
@@ -183,10 +185,10 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         if log_file:
             argv.append(f"--log-file={log_file}")
         argv += list(program)
-        env, user_preload = valgrind_env(opts.client_env(), program)  # LD_PRELOAD in valgrind's environment
+        env, user_preload = valgrind_env(opts.client_env(), program, env_base)  # LD_PRELOAD in valgrind's environment
         env["VALGRIND_LIB"] = str(lib)
         with open_stdin(stdin) as inp:
-            proc = subprocess.Popen(argv, env=env, stdin=inp, stdout=stdout, stderr=stderr)
+            proc = subprocess.Popen(argv, env=env, stdin=inp, stdout=stdout, stderr=stderr, cwd=cwd)
             out = Path(tmp) / f"result.{proc.pid}.json"
             captured, _ = proc.communicate()
         if not out.exists():

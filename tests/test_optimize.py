@@ -10,6 +10,7 @@ from pathlib import Path
 from conftest import run_program
 from heaplayout import allocators
 from heaplayout.optimize_search import DEFAULT_STRATEGIES
+from heaplayout.plan_format import read_plan
 from heaplayout.workloads import load_suite
 
 CLI = [sys.executable, "-m", "heaplayout.cli"]
@@ -85,6 +86,16 @@ def test_a_winning_plan_is_recommended_and_bench_takes_its_config(build_dir, run
     env = dict(line.split("=", 1) for line in (out / "recommended.env").read_text().splitlines()
                if not line.startswith("#"))
     assert env["HEAPLAYOUT_POLICY"] == "plan" and env["HEAPLAYOUT_PLAN"].endswith(".plan")
+    # each group's layout was chosen by simulating the training input (--group-layout choose,
+    # the default), and the raced plan file carries the choice
+    lay = doc["group_layouts"]["halo"]
+    assert doc["group_layout"] == "choose" and lay["chosen"], lay
+    assert set(lay["simulated_cost"]) == {"spans", "interleave"} and lay["groups"] == len(lay["costs"]) > 0
+    plan = read_plan(doc["plans"]["halo"])
+    assert sorted(g.id for g in plan.groups if not g.spans) == sorted(lay["interleaved"])
+    for c in lay["costs"]:
+        assert (c["group"] in lay["interleaved"]) == (c["interleave"] < c["spans"])
+    assert "group layouts: simulating the training input" in r.stderr.decode()
 
 
 def test_optimize_on_a_library_allocator(build_dir, runtime_lib, tmp_path):

@@ -4,6 +4,7 @@
     python3 -m benchmarks.real.group_layout --out build/real --programs lua5.4,sqlite3 --cachegrind
     python3 -m benchmarks.real.group_layout --out build/real --programs lua5.4 --rounds 7 --allocator mimalloc
     python3 -m benchmarks.real.group_layout --suite --cachegrind
+    python3 -m benchmarks.real.group_layout --out build/real --choose          # corpus; --suite too
 
 Corpus: plans `halo` and `halo-site` (walk budget 0) from OUT/<program>/train.prof (the
 plans stage's profile), once with each layout, written beside it as
@@ -13,6 +14,10 @@ in N interleaved rounds of the allocator alone and each plan on it (CPU time of 
 user + system, which a loaded machine disturbs less than wall time); ratios to the
 allocator alone, paired by round, median [min-max]. `--suite`: every workload profiled on
 its small input (into --suite-out), both plans, cachegrind on the small input.
+`--choose`: each group's layout chosen by simulating the training (suite: small) input
+(heaplayout/planning/group_layout.py), written as `<plan>.chosen.plan`; the simulator's
+miss cost of the three plans (all interleaved, all spans, chosen) and cachegrind's D1 and
+LL data misses of each on the same input.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from pathlib import Path
 
 from heaplayout import paths
 from heaplayout.allocators import allocator_library
+from heaplayout.plan_format import read_plan, write_plan
+from heaplayout.planning.group_layout import choose_by_simulation
 from heaplayout.workloads import load_suite
 
 from . import corpus
@@ -89,6 +96,27 @@ def summary(ratios: list[float]) -> str:
     return f"{statistics.median(ratios):.3f} [{min(ratios):.3f}-{max(ratios):.3f}]"
 
 
+CHOOSE_HEADER = ("| program | plan | groups interleaved | sim. cost interleaved | spans | chosen | D1 interleaved | "
+                 "spans | chosen | LLd interleaved | spans | chosen |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def choose_row(name: str, label: str, plans: dict[str, Path], argv: list[str], env: dict[str, str],
+               cwd: Path | None, stdin: Path | None) -> None:
+    """Choose each group's layout by simulation; cachegrind on all three plans."""
+    choice = choose_by_simulation(read_plan(plans["spans"]), argv, stdin=stdin, check=True, cwd=cwd, env_base=env)
+    chosen = plans["spans"].with_name(plans["spans"].name.replace(".spans.", ".chosen."))
+    write_plan(choice.plan, chosen)
+    flipped = sum(1 for c in choice.costs if c.choice == "interleave")
+    cg = {lay: cachegrind(argv, plan_env(env, path), cwd, stdin)
+          for lay, path in (("interleave", plans["interleave"]), ("spans", plans["spans"]), ("chosen", chosen))}
+    t = choice.totals
+    print(f"| {name} | {label} | {flipped} of {len(choice.costs)} | {t['interleave']:,} | {t['spans'] / t['interleave']:.3f} | "
+          f"{t['chosen'] / t['interleave']:.3f} | {cg['interleave']['D1']:,} | "
+          f"{cg['spans']['D1'] / cg['interleave']['D1']:.3f} | {cg['chosen']['D1'] / cg['interleave']['D1']:.3f} | "
+          f"{cg['interleave']['LLd']:,} | {cg['spans']['LLd'] / max(1, cg['interleave']['LLd']):.3f} | "
+          f"{cg['chosen']['LLd'] / max(1, cg['interleave']['LLd']):.3f} |", flush=True)
+
+
 def corpus_rows(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     for p in corpus.select(corpus.load_corpus(), args.programs.split(",") if args.programs else None):
@@ -97,6 +125,11 @@ def corpus_rows(args: argparse.Namespace) -> None:
             print(f"{p.name}: no {prof} (run the plans stage first); skipped", file=sys.stderr)
             continue
         plans = make_plans(prof, out / p.name)
+        if args.choose:
+            d = corpus.write_input(p, "train", out / "inputs")
+            for label in PLANS:
+                choose_row(p.name, label, {lay: plans[(label, lay)] for lay in LAYOUTS}, p.argv(d),
+                           base_environment(p), d, p.stdin_path(d))
         if args.cachegrind:
             d = corpus.write_input(p, "train", out / "inputs")
             for label in PLANS:
@@ -138,6 +171,9 @@ def suite_rows(args: argparse.Namespace) -> None:
         plans = {lay: dest / f"{w.name}.{lay}.plan" for lay in LAYOUTS}
         for lay, path in plans.items():
             subprocess.run([*HL, "plan", "--group-layout", lay, "-o", str(path), str(prof)], check=True, capture_output=True)
+        if args.choose:
+            choose_row(w.name, "halo", plans, w.argv("small"), base, None, None)
+            continue
         res = {lay: cachegrind(w.argv("small"), plan_env(base, plans[lay]), None, None) for lay in LAYOUTS}
         a, b = res["interleave"], res["spans"]
         print(f"| {w.name} | {a['D1']:,} | {b['D1']:,} | {b['D1'] / a['D1']:.3f} | {a['LLd']:,} | {b['LLd']:,} | "
@@ -152,14 +188,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cachegrind", action="store_true", help="D1/LL misses on the training (suite: small) input")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved CPU-time rounds on the measuring input")
     ap.add_argument("--allocator", default="glibc", help="allocator alone and underneath the plans (--rounds)")
+    ap.add_argument("--choose", action="store_true",
+                    help="each group's layout chosen by simulation; simulator cost and cachegrind of the three plans")
     ap.add_argument("--suite", action="store_true", help="the workload suite instead of the corpus")
     ap.add_argument("--suite-out", default="build/group-layout-suite", help="profiles and plans of --suite")
     args = ap.parse_args(argv)
+    if args.choose:
+        print(CHOOSE_HEADER)
     if args.suite:
-        print("| workload | D1 interleaved | D1 spans | ratio | LLd interleaved | LLd spans | ratio |\n|---|---:|---:|---:|---:|---:|---:|")
+        if not args.choose:
+            print("| workload | D1 interleaved | D1 spans | ratio | LLd interleaved | LLd spans | ratio |\n|---|---:|---:|---:|---:|---:|---:|")
         suite_rows(args)
         return 0
-    if args.cachegrind:
+    if args.cachegrind and not args.choose:
         print("| program | plan | D1 interleaved | D1 spans | ratio | LLd interleaved | LLd spans | ratio |\n"
               "|---|---|---:|---:|---:|---:|---:|---:|")
     corpus_rows(args)

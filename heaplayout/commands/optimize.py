@@ -5,7 +5,9 @@
 1. profile PROG on the training input (--train, --train-stdin; default: the measuring input)
    with the hlprof tool;
 2. plan the layout from the profile for each plan strategy (default halo, and halo with
-   ungrouped objects in per-site pools);
+   ungrouped objects in per-site pools), and give each group the layout (a span per size
+   class, or sizes interleaved) under which the simulator charges its pool the least on the
+   training input (--group-layout choose, budget permitting);
 3. measure every candidate on the measuring input: each allocator alone (glibc, jemalloc,
    mimalloc, tcmalloc: those installed, or --allocator), our callsite policy and each plan
    on each allocator; interleaved race rounds drop losers early, then the best strategy is
@@ -40,6 +42,7 @@ from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, t
 from ..optimize_runner import CandidateRunner, NondeterministicOutput
 from ..optimize_search import (DEFAULT_STRATEGIES, POLICY_STRATEGIES, Candidate, Measurement, SearchResult,
                                SearchSettings, make_candidates, plan_variants, run_search, strategy_names)
+from ..planning import group_layout, planner
 from ..program_input import check_stdin_file
 
 PROG = "heaplayout optimize"
@@ -47,6 +50,11 @@ PROG = "heaplayout optimize"
 # within 15 minutes (docs/optimize.md has the arithmetic).
 DEFAULT_BUDGET_S = 900.0
 FORBIDDEN_IN_SPECS = ":,="  # a bench configuration spec cannot carry these in a path
+GROUP_LAYOUT_CHOICES = ("choose", *planner.GROUP_LAYOUTS)
+# Choosing the groups' layouts simulates the training input twice per plan; it is skipped
+# when that would take more than this share of the budget left, so that measuring, which
+# decides the recommendation, keeps at least three quarters of it.
+LAYOUT_BUDGET_SHARE = 0.25
 
 
 class UsageError(Exception):
@@ -83,6 +91,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-gain", type=float, default=SearchSettings.min_gain, metavar="X",
                    help="the finalist's median paired ratio must be at most 1 - X (default "
                    f"{SearchSettings.min_gain})")
+    p.add_argument("--group-layout", choices=GROUP_LAYOUT_CHOICES, default="choose",
+                   help="the plans' groups: each in the layout the simulator finds cheaper on the training input "
+                        "(choose, if the budget allows: else spans), or all in spans or interleaved "
+                        "(default choose; docs/optimize.md)")
     p.add_argument("--profile", metavar="FILE", help="use this profile instead of profiling again")
     p.add_argument("--json", metavar="FILE", help="also write the evidence JSON here (always in the output directory)")
     p.add_argument("-o", "--output", metavar="DIR", help="where the profile, plans and evidence go")
@@ -166,7 +178,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     run = OptimizeRun(command=_command_line(args, program, train, allocs, strategies, out), program=program,
                       train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
                       settings=settings, started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      search=SearchResult([]), ignore=ignore)
+                      search=SearchResult([]), ignore=ignore, group_layout=args.group_layout)
     deadline = start + args.budget
     variants = [s for s in strategies if s not in POLICY_STRATEGIES]
 
@@ -181,10 +193,15 @@ def optimize_command(args: argparse.Namespace) -> int:
     # 2. plan
     t = time.monotonic()
     if variants and profile is not None:
-        run.plans = _plan(profile, variants, out, Path(program[0]).name, run)
+        run.plans = _plan(profile, variants, out, Path(program[0]).name, run,
+                          "spans" if args.group_layout == "choose" else args.group_layout)
     elif variants:
         run.notes.append("no profile, so no plan strategies: only the allocators and the callsite policy were measured")
     run.stage_s["plan"] = time.monotonic() - t
+    if args.group_layout == "choose" and run.plans:
+        t = time.monotonic()
+        _choose_layouts(run, [program[0], *train], train_stdin, deadline)
+        run.stage_s["layout"] = time.monotonic() - t
 
     # 3. measure
     t = time.monotonic()
@@ -271,7 +288,7 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
         words += ["--train-stdin", str(Path(args.train_stdin).resolve())]
     words += ["--allocator", ",".join(allocs), "--strategies", ",".join(strategies), "--budget", f"{args.budget:g}",
               "--runs", str(args.runs), "--race-rounds", str(args.race_rounds), "--min-gain", f"{args.min_gain:g}",
-              "-o", str(out)]
+              "--group-layout", args.group_layout, "-o", str(out)]
     if args.profile:
         words += ["--profile", str(Path(args.profile).resolve())]
     for pat in args.ignore:
@@ -300,7 +317,8 @@ def _profile(program: list[str], train: list[str], stdin: Path | None, out: Path
     return profile
 
 
-def _plan(profile: Path, variants: list[str], out: Path, name: str, run: OptimizeRun) -> dict[str, Path]:
+def _plan(profile: Path, variants: list[str], out: Path, name: str, run: OptimizeRun,
+          layout: str) -> dict[str, Path]:
     _say(f"stage 2/4: plan {', '.join(variants)}")
     plans = {}
     known = plan_variants()
@@ -308,7 +326,7 @@ def _plan(profile: Path, variants: list[str], out: Path, name: str, run: Optimiz
         pv = known[v]
         plan = out / f"{name}.{v}.plan"
         cmd = [sys.executable, "-m", "heaplayout.cli", "plan", "--strategy", pv.strategy, "--rest", pv.rest,
-               *pv.plan_args, "-o", str(plan), str(profile)]
+               "--group-layout", layout, *pv.plan_args, "-o", str(plan), str(profile)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not plan.exists():
             why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
@@ -318,3 +336,52 @@ def _plan(profile: Path, variants: list[str], out: Path, name: str, run: Optimiz
         _say(f"  {v}: {proc.stdout.strip()}")
         plans[v] = plan
     return plans
+
+
+def _choose_layouts(run: OptimizeRun, train: list[str], stdin: Path | None, deadline: float) -> None:
+    """Each plan's groups in the layout the simulator finds cheaper on the training input
+    (planning/group_layout.py), the plan files rewritten; skipped, spans kept, when the two
+    simulations per plan would take more than LAYOUT_BUDGET_SHARE of the budget left (each
+    estimated at the profiling run's time: both tools run the program under Valgrind)."""
+    from ..plan_format import read_plan, write_plan
+    from ..simulate import SimulateError
+    todo = {}
+    for v, path in run.plans.items():
+        plan = read_plan(path)
+        if plan.groups and plan.strategy != "hds":
+            todo[v] = (path, plan)
+        else:
+            run.group_layouts[v] = {"chosen": False, "why": "no groups" if not plan.groups else "hds plans keep allocation order"}
+    if not todo:
+        return
+    per_run = run.stage_s.get("profile", 0.0)
+    left = deadline - time.monotonic()
+    estimate = 2 * len(todo) * per_run
+    if estimate > LAYOUT_BUDGET_SHARE * left:
+        why = (f"the {2 * len(todo)} simulations would take about {estimate:.0f} s of the {max(0.0, left):.0f} s left; "
+               "every group keeps a span per size class")
+        run.notes.append(f"group layouts not chosen: {why}")
+        _say(f"  group layouts: not chosen: {why}")
+        for v in todo:
+            run.group_layouts[v] = {"chosen": False, "why": why}
+        return
+    _say(f"  group layouts: simulating the training input under each plan with its groups in spans and interleaved "
+         f"({2 * len(todo)} runs)")
+    for v, (path, plan) in todo.items():
+        try:
+            choice = group_layout.choose_by_simulation(plan, train, stdin=stdin,
+                                                       say=lambda m, v=v: _say(f"  {v}: {m}"))
+        except (SimulateError, OSError, paths.MissingArtifact) as err:
+            run.notes.append(f"group layouts of {v} not chosen: {err}")
+            _say(f"  {v}: group layouts not chosen: {err}")
+            run.group_layouts[v] = {"chosen": False, "why": str(err)}
+            continue
+        write_plan(choice.plan, path)
+        inter = [c.group for c in choice.costs if c.choice == "interleave"]
+        run.group_layouts[v] = {"chosen": True, "groups": len(choice.costs), "interleaved": inter,
+                                "simulated_cost": choice.totals, "seconds": round(choice.seconds, 3),
+                                "costs": [{"group": c.group, "spans": c.spans, "interleave": c.interleave}
+                                          for c in choice.costs]}
+        _say(f"  {v}: {len(inter)} of {len(choice.costs)} groups interleaved, the rest in spans "
+             f"(simulated miss cost: all spans {choice.totals['spans']:,}, all interleaved "
+             f"{choice.totals['interleave']:,} cycles; {choice.seconds:.0f} s)")

@@ -2,6 +2,7 @@
 
     heaplayout plan [--strategy halo|hds|callsite] [options] PROFILE -o PLAN [--json FILE]
     heaplayout plan show PLAN [--profile PROFILE]
+    heaplayout plan choose-layout PLAN -o PLAN2 [--stdin FILE] -- PROG ARGS
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="compute allocation groups from a profile and write a plan file",
         description="Forms: 'heaplayout plan [options] PROFILE -o PLAN' groups the profile's "
         "allocation contexts (HALO by default) and writes the plan the runtime's plan policy reads; "
-        "'heaplayout plan show PLAN [--profile PROFILE]' explains a plan in words.",
+        "'heaplayout plan show PLAN [--profile PROFILE]' explains a plan in words; "
+        "'heaplayout plan choose-layout PLAN -o PLAN2 -- PROG ARGS' gives each group the layout (spans or "
+        "interleave) under which its pool costs least when the simulator runs PROG (docs/planning.md).",
     )
-    p.add_argument("inputs", nargs="+", metavar="PROFILE | show PLAN", help="profile to plan from, or 'show PLAN'")
+    p.add_argument("inputs", nargs="+", metavar="PROFILE | show PLAN | choose-layout PLAN -- PROG",
+                   help="profile to plan from, 'show PLAN', or 'choose-layout PLAN -- PROG ARGS'")
     p.add_argument("-o", "--output", metavar="PLAN", help="plan file to write")
     p.add_argument("--strategy", choices=planner.STRATEGIES + planner.PREFIX_STRATEGIES, default="halo",
                    help="halo: affinity grouping, full-context rules (default); hds: hot data streams, "
@@ -80,6 +84,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "and pointer records, written at exit, are missing, so few groups result")
     p.add_argument("--json", metavar="FILE", help="also write a JSON report (groups, members, identification sizes)")
     p.add_argument("--profile", metavar="PROFILE", help="show: symbolize the plan's frames with this profile")
+    p.add_argument("--stdin", metavar="FILE", type=Path,
+                   help="choose-layout: PROG reads FILE on standard input (each simulated run from its start)")
+    p.add_argument("--allocator", default="glibc", metavar="NAME|PATH",
+                   help="choose-layout: the allocator underneath the plan in the simulated runs (default glibc)")
     p.add_argument("--chunk-size", type=int, default=planner.DEFAULT_CHUNK_SIZE, metavar="BYTES",
                    help="chunk size for group chunks (default 1 MiB, HALO)")
     p.add_argument("--max-object-size", type=int, metavar="BYTES",
@@ -111,6 +119,14 @@ def plan_command(args: argparse.Namespace) -> int:
             print("heaplayout plan: usage: heaplayout plan show PLAN [--profile PROFILE]", file=sys.stderr)
             return 2
         return show_command(Path(args.inputs[1]), args.profile)
+    if args.inputs[0] == "choose-layout":
+        program = list(getattr(args, "program", None) or [])
+        if len(args.inputs) != 2 or not program or not args.output:
+            print("heaplayout plan: usage: heaplayout plan choose-layout PLAN -o PLAN2 [--stdin FILE] -- PROG ARGS",
+                  file=sys.stderr)
+            return 2
+        return choose_layout_command(Path(args.inputs[1]), Path(args.output), program, args.stdin,
+                                     args.allocator)
     if len(args.inputs) != 1 or not args.output:
         print("heaplayout plan: usage: heaplayout plan [options] PROFILE -o PLAN", file=sys.stderr)
         return 2
@@ -154,6 +170,37 @@ def plan_command(args: argparse.Namespace) -> int:
               f"{len(pre.sites)} sites, {len(pre.rules)} prefix_select rules")
     elif not result.groups:
         print("heaplayout plan: no group passed the thresholds; the plan groups nothing", file=sys.stderr)
+    return 0
+
+
+def choose_layout_command(plan_path: Path, out: Path, program: list[str], stdin: Path | None,
+                          allocator: str) -> int:
+    """Each group of the plan in the layout under which the simulator charges its pool the
+    least, running the program (its training input) once with every group interleaved and
+    once with every group in spans (planning/group_layout.py)."""
+    from .. import paths
+    from ..allocators import UnknownAllocator, allocator_library
+    from ..bench_config import BenchError, resolve_program
+    from ..planning import group_layout
+    from ..simulate import SimulateError
+    try:
+        plan = read_plan(plan_path)
+        if stdin is not None and not stdin.is_file():
+            raise ValueError(f"--stdin {stdin}: no such file")
+        allocator_library(allocator)  # a clear error now rather than a failed simulation
+        program = resolve_program(program)
+        choice = group_layout.choose_by_simulation(
+            plan, program, stdin=stdin, allocator=allocator,
+            say=lambda m: print(f"[plan choose-layout] {m}", file=sys.stderr, flush=True))
+        write_plan(choice.plan, out)
+    except (OSError, PlanError, ValueError, UnknownAllocator, BenchError, SimulateError, paths.MissingArtifact) as err:
+        print(f"heaplayout plan: {err}", file=sys.stderr)
+        return 1
+    t = choice.totals
+    print(f"{out}: {len(choice.costs)} groups; simulated miss cost with every group interleaved "
+          f"{t['interleave']:,} cycles, in spans {t['spans']:,} ({choice.seconds:.1f} s)")
+    for c in choice.costs:
+        print(f"  group {c.group}: {c.choice:<10} (its pool: interleaved {c.interleave:,}, spans {c.spans:,} cycles)")
     return 0
 
 

@@ -1,0 +1,143 @@
+"""Each group's layout chosen by simulation: its sizes interleaved in allocation order
+(HALO's) or a span per size class (docs/planning.md, "a group's sizes interleaved or apart").
+
+Which layout a group wants depends on how the run's allocations and accesses interleave
+(docs/results.md §17): no statistic of the profile we tried ordered the groups, while the
+simulator attributes every miss to the pool it falls in. So the plan is simulated twice on
+the training input, once with every group interleaved and once with every group in spans,
+and each group keeps the layout under which its own pool cost less. A pool's cost is the
+latency its misses add over L1 hits, with the simulator's own latencies (a miss that the
+next level serves costs that level's latency minus this one's): a miss to memory weighs as
+the model says, not as an L1 miss.
+
+Choosing per group from two whole-plan runs assumes groups barely change each other's
+misses (they live in different chunks; they only share cache sets). `choose_by_simulation`
+can simulate the mixed plan as well, so that the assumption is checked rather than trusted
+(benchmarks/real/group_layout.py --choose reports all three).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..plan_format import Plan, read_plan, write_plan
+from ..simulate import SimOptions, run_simulation
+
+LAYOUTS = ("spans", "interleave")
+# runtime/src/internal.h HL_POOL_FIRST_DYNAMIC: plan.c takes the plan's groups' pool ids
+# first, in order, so group g is pool g + 2 (the simulator reports misses by pool id)
+FIRST_GROUP_POOL = 3
+
+
+def pool_of_group(group: int) -> int:
+    return FIRST_GROUP_POOL + group - 1
+
+
+@dataclass(frozen=True)
+class GroupLayoutCost:
+    """One group's simulated cost (cycles its misses add over L1 hits) under each layout."""
+
+    group: int
+    spans: int
+    interleave: int
+
+    @property
+    def choice(self) -> str:
+        """The cheaper layout; a tie keeps spans, the default."""
+        return "interleave" if self.interleave < self.spans else "spans"
+
+
+def with_layout(plan: Plan, layout: str | dict[int, str]) -> Plan:
+    """The plan with every group in `layout`, or each group in its entry of a {group: layout}
+    map (groups not in it keep theirs)."""
+    def pick(gid: int, spans: bool) -> bool:
+        want = layout if isinstance(layout, str) else layout.get(gid)
+        if want is None:
+            return spans
+        if want not in LAYOUTS:
+            raise ValueError(f"group layout {want!r}: expected one of {', '.join(LAYOUTS)}")
+        return want == "spans"
+    return dataclasses.replace(plan, groups=[dataclasses.replace(g, spans=pick(g.id, g.spans)) for g in plan.groups])
+
+
+def pool_costs(result: dict) -> dict[int, int]:
+    """{pool id: cycles that pool's misses add over L1 hits} from an hlsim result."""
+    cfg = result["config"]
+    lat = [lv["latency"] for lv in cfg["levels"]] + [cfg["mem_latency"]]
+    step = [lat[i + 1] - lat[i] for i in range(len(cfg["levels"]))]
+    return {p["pool"]: sum(m * s for m, s in zip(p["misses"], step)) for p in result.get("pools", [])}
+
+
+def group_costs(plan: Plan, spans_result: dict, interleave_result: dict) -> list[GroupLayoutCost]:
+    s, i = pool_costs(spans_result), pool_costs(interleave_result)
+    return [GroupLayoutCost(g.id, s.get(pool_of_group(g.id), 0), i.get(pool_of_group(g.id), 0))
+            for g in plan.groups]
+
+
+def choose(plan: Plan, costs: Sequence[GroupLayoutCost]) -> Plan:
+    """The plan with each group in its cheaper layout. hds plans keep allocation order:
+    their groups are hot data streams laid out in stream order."""
+    if plan.strategy == "hds":
+        return with_layout(plan, "interleave")
+    return with_layout(plan, {c.group: c.choice for c in costs})
+
+
+def total_cost(result: dict) -> int:
+    """Cycles every miss of the run adds over L1 hits (all pools and the rest of memory)."""
+    return sum(pool_costs(result).values())
+
+
+@dataclass
+class LayoutChoice:
+    plan: Plan
+    costs: list[GroupLayoutCost]
+    totals: dict[str, int]  # layout ("spans", "interleave", "chosen") -> total_cost of its run
+    seconds: float = 0.0
+
+
+def choose_by_simulation(plan: Plan, program: Sequence[str], stdin: Path | None = None,
+                         allocator: str = "glibc", check: bool = False, cwd: Path | None = None,
+                         env_base: dict[str, str] | None = None,
+                         say: Callable[[str], None] = lambda s: None,
+                         sim_options: SimOptions | None = None) -> LayoutChoice:
+    """Simulate `program` (the training input) under the plan with every group interleaved and
+    with every group in spans, and give each group the cheaper; `check` simulates the chosen
+    plan too. The allocator underneath serves only the objects outside the groups."""
+    import time
+    t0 = time.monotonic()
+    base = sim_options or SimOptions()
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="hl-layout.") as tmp:
+        def run(name: str, p: Plan) -> dict:
+            path = Path(tmp) / f"{name}.plan"
+            write_plan(p, path)
+            opts = dataclasses.replace(base, policy="plan", allocator=allocator, plan=str(path))
+            say(f"simulating the plan with groups {name}")
+            return run_simulation(program, opts, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  cwd=cwd, env_base=env_base)
+        for layout in LAYOUTS:
+            results[layout] = run(layout, with_layout(plan, layout))
+        costs = group_costs(plan, results["spans"], results["interleave"])
+        if plan.groups and not any(c.spans or c.interleave for c in costs):
+            # a refused plan (another build of the program) or groups that met no object on
+            # this input: nothing to choose by, so the plan stays as it was
+            say("no group's pool had a miss in the simulated runs; the plan's layouts are kept")
+            return LayoutChoice(plan, costs, {k: total_cost(r) for k, r in results.items()},
+                                time.monotonic() - t0)
+        chosen = choose(plan, costs)
+        totals = {k: total_cost(r) for k, r in results.items()}
+        if check:
+            totals["chosen"] = total_cost(run("chosen", chosen))
+    return LayoutChoice(chosen, costs, totals, time.monotonic() - t0)
+
+
+def choose_for_file(plan_path: Path, out: Path, program: Sequence[str], **kw) -> LayoutChoice:
+    """choose_by_simulation on a plan file, the chosen plan written to `out`."""
+    choice = choose_by_simulation(read_plan(plan_path), program, **kw)
+    write_plan(choice.plan, out)
+    return choice
