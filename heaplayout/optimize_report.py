@@ -271,6 +271,14 @@ def to_markdown(run: OptimizeRun) -> str:
              "Ratios are paired per-round times t / t(best allocator alone), median [lower–upper quartile]; the "
              "confirmation column is from the fresh rounds of the finalist against the best allocator alone.", "",
              format_markdown(header, full), "", *verdict_lines(run)]
+    chosen = {v: g for v, g in run.group_layouts.items() if g.get("chosen")}
+    if chosen:
+        parts += ["", "Group layouts, chosen by simulating the training input (cycles the run's misses add over L1 "
+                  "hits with every group in spans / interleaved):"]
+        parts += [f"- {v}: {len(g['interleaved'])} of {g['groups']} groups interleaved"
+                  f"{' (' + ', '.join(map(str, g['interleaved'])) + ')' if g['interleaved'] else ''}, the rest in "
+                  f"spans; {g['simulated_cost']['spans']:,} / {g['simulated_cost']['interleave']:,}"
+                  for v, g in chosen.items()]
     if run.notes:
         parts += ["", "Notes:", *[f"- {n}" for n in run.notes]]
     if d is not None and d.ratios:

@@ -18,11 +18,11 @@ from heaplayout.planning import group_layout
 from heaplayout.planning.group_layout import GroupLayoutCost
 
 
-def result(pools: dict[int, list[int]], lat=(5, 14, 50), mem=250) -> dict:
-    """An hlsim result with the given per-pool misses per level."""
+def result(pools: dict[int, list[int]], lat=(5, 14, 50), mem=250, tlb: dict[int, list[int]] | None = None) -> dict:
+    """An hlsim result with the given per-pool misses per level (and TLB misses per TLB level)."""
     levels = [{"name": f"L{i + 1}", "latency": x} for i, x in enumerate(lat)]
-    return {"config": {"levels": levels, "mem_latency": mem},
-            "pools": [{"pool": p, "misses": m} for p, m in pools.items()]}
+    return {"config": {"levels": levels, "mem_latency": mem, "tlb": [{"penalty": 7}, {"penalty": 30}]},
+            "pools": [{"pool": p, "misses": m, "tlb_misses": (tlb or {}).get(p, [])} for p, m in pools.items()]}
 
 
 def plan_of(n: int, strategy: str = "halo", spans: bool = True) -> Plan:
@@ -34,6 +34,8 @@ def test_a_miss_costs_the_next_levels_latency_over_this_ones() -> None:
     # 10 L1 misses: +9 each (L2 14 - L1 5); 4 L2 misses: +36 (LL 50 - 14); 1 LL miss: +200
     assert group_layout.pool_costs(r) == {3: 10 * 9 + 4 * 36 + 200, -1: 900}
     assert group_layout.total_cost(r) == 90 + 144 + 200 + 900
+    # a DTLB miss costs its penalty, an STLB miss (a page walk) its own
+    assert group_layout.pool_costs(result({3: [0, 0, 0]}, tlb={3: [3, 1]})) == {3: 3 * 7 + 30}
 
 
 def test_group_g_is_pool_g_plus_two_and_each_takes_its_cheaper_layout() -> None:

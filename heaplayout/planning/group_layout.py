@@ -7,8 +7,9 @@ simulator attributes every miss to the pool it falls in. So the plan is simulate
 the training input, once with every group interleaved and once with every group in spans,
 and each group keeps the layout under which its own pool cost less. A pool's cost is the
 latency its misses add over L1 hits, with the simulator's own latencies (a miss that the
-next level serves costs that level's latency minus this one's): a miss to memory weighs as
-the model says, not as an L1 miss.
+next level serves costs that level's latency minus this one's; a TLB miss its penalty): a
+miss to memory weighs as the model says, not as an L1 miss. The simulator's default model
+(three cache levels, two TLB levels, no prefetcher) is used.
 
 Choosing per group from two whole-plan runs assumes groups barely change each other's
 misses (they live in different chunks; they only share cache sets). `choose_by_simulation`
@@ -66,11 +67,15 @@ def with_layout(plan: Plan, layout: str | dict[int, str]) -> Plan:
 
 
 def pool_costs(result: dict) -> dict[int, int]:
-    """{pool id: cycles that pool's misses add over L1 hits} from an hlsim result."""
+    """{pool id: cycles that pool's misses add over L1 and DTLB hits} from an hlsim result:
+    each cache miss the next level's latency minus this one's, each TLB miss its penalty."""
     cfg = result["config"]
     lat = [lv["latency"] for lv in cfg["levels"]] + [cfg["mem_latency"]]
     step = [lat[i + 1] - lat[i] for i in range(len(cfg["levels"]))]
-    return {p["pool"]: sum(m * s for m, s in zip(p["misses"], step)) for p in result.get("pools", [])}
+    tlb = [t["penalty"] for t in cfg.get("tlb", [])]
+    return {p["pool"]: sum(m * s for m, s in zip(p["misses"], step))
+            + sum(m * t for m, t in zip(p.get("tlb_misses", []), tlb))
+            for p in result.get("pools", [])}
 
 
 def group_costs(plan: Plan, spans_result: dict, interleave_result: dict) -> list[GroupLayoutCost]:
