@@ -113,6 +113,19 @@ def test_the_choice_is_no_worse_than_either_layout_for_the_whole_plan(recycle_pl
 
 
 @needs_valgrind
+def test_a_plan_that_places_nothing_on_the_run_is_kept(recycle_plan) -> None:
+    """Another program: the plan's module is never loaded, its groups take no object, so there
+    is nothing to choose by and every group keeps its layout."""
+    _, spans_plan = recycle_plan
+    plan = group_layout.with_layout(read_plan(spans_plan), {1: "interleave"})
+    said: list[str] = []
+    choice = group_layout.choose_by_simulation(plan, [shutil.which("true") or "/bin/true"], say=said.append)
+    assert all(c.spans == 0 and c.interleave == 0 for c in choice.costs)
+    assert [g.spans for g in choice.plan.groups] == [g.spans for g in plan.groups]
+    assert any("the plan's layouts are kept" in m for m in said)
+
+
+@needs_valgrind
 def test_plan_choose_layout_command(recycle_plan, tmp_path: Path) -> None:
     argv, spans_plan = recycle_plan
     out = tmp_path / "chosen.plan"

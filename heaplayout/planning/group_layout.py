@@ -22,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..plan_format import Plan, read_plan, write_plan
+from ..plan_format import Plan, write_plan
 from ..simulate import SimOptions, run_simulation
 
 LAYOUTS = ("spans", "interleave")
@@ -113,7 +114,6 @@ def choose_by_simulation(plan: Plan, program: Sequence[str], stdin: Path | None 
     """Simulate `program` (the training input) under the plan with every group interleaved and
     with every group in spans, and give each group the cheaper; `check` simulates the chosen
     plan too. The allocator underneath serves only the objects outside the groups."""
-    import time
     t0 = time.monotonic()
     base = sim_options or SimOptions()
     results: dict[str, dict] = {}
@@ -140,9 +140,3 @@ def choose_by_simulation(plan: Plan, program: Sequence[str], stdin: Path | None 
             totals["chosen"] = total_cost(run("chosen", chosen))
     return LayoutChoice(chosen, costs, totals, time.monotonic() - t0)
 
-
-def choose_for_file(plan_path: Path, out: Path, program: Sequence[str], **kw) -> LayoutChoice:
-    """choose_by_simulation on a plan file, the chosen plan written to `out`."""
-    choice = choose_by_simulation(read_plan(plan_path), program, **kw)
-    write_plan(choice.plan, out)
-    return choice
