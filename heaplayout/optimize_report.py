@@ -124,7 +124,7 @@ def status_of(run: OptimizeRun, label: str) -> str:
         return f"out after {e.phase} {e.round}: {e.reason.split(':')[0]}"
     if d and label == d.best_allocator:
         return "best allocator alone"
-    if d and label == d.finalist:
+    if d and (label == d.finalist or label in d.finalists):
         return "finalist, not resolved"
     return "survived"
 
@@ -246,10 +246,11 @@ def to_json(run: OptimizeRun) -> dict:
         "race_rounds": res.race_rounds, "stop_reason": res.stop_reason,
         "candidates": cands,
         "decision": None if d is None else {
-            "best_allocator": d.best_allocator, "finalist": d.finalist, "resolved": d.resolved, "reason": d.reason,
+            "best_allocator": d.best_allocator, "finalist": d.finalist, "finalists": list(d.finalists),
+            "resolved": d.resolved, "reason": d.reason,
             "confirmation_ratios": list(d.ratios), "median": s.median if s else None, "q3": s.q3 if s else None,
             "confirmation_ratios_by_allocator": {a: list(r) for a, r in d.ratios_by_allocator.items()},
-            "rule": f"recommend the finalist only if, over at least {run.settings.min_confirm_rounds} confirmation "
+            "rule": f"recommend a finalist only if, over at least {run.settings.min_confirm_rounds} confirmation "
                     f"rounds, the upper quartile of its paired ratios to each allocator alone left is below 1.0 and "
                     f"their median at most {1 - run.settings.min_gain:.3f}",
         },

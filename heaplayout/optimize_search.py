@@ -12,17 +12,19 @@ the whole search can be driven by synthetic times in tests.
    only when it is clearly slower than the best allocator alone (it may still be the best
    one). When the budget cannot pay for another round of all survivors and the
    confirmation after it, the worse half of the strategies is dropped (successive halving).
-2. **Confirmation.** The best strategy left (the *finalist*) and every allocator alone left
-   run by themselves, in rotating order, for fresh rounds that played no part in choosing
-   the finalist (the best of many candidates looks better on the rounds that chose it than
-   it is).
-3. **Decision** (`decide`): the finalist is recommended only if, on the confirmation
-   rounds, the upper quartile of its paired ratios to each allocator alone left is below
-   1.0 and their median at most 1 - `min_gain`; otherwise the best allocator alone is.
+2. **Confirmation.** The best strategies left (the *finalists*: the best candidate of each
+   of the `finalists` leading strategy kinds) and every allocator alone left run by
+   themselves, in rotating order, for fresh rounds that played no part in choosing them (the
+   best of many candidates looks better on the rounds that chose it than it is).
+3. **Decision** (`decide`): a finalist is recommended only if, on the confirmation rounds,
+   the upper quartile of its paired ratios to each allocator alone left is below 1.0 and
+   their median at most 1 - `min_gain`; of those that are, the fastest; otherwise the best
+   allocator alone is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,6 +147,14 @@ class SearchSettings:
     # the finalist's median ratio must be at most 1 - min_gain: a gain smaller than the
     # rounds can resolve on these machines is not worth a different allocator
     min_gain: float = 0.01
+    # finalists confirmed, each the best of a different strategy: the race's leader is the
+    # best of many on noisy rounds, so often the luckiest, and one strategy's variants on
+    # four allocators crowd the top of the standings. On xsltproc (docs/results.md §17) the
+    # race kept halo-site on three allocators, halved callsite away at 0.82, and halo-site's
+    # best confirmed at 0.896 with an upper quartile of 1.01; 15 paired rounds then gave
+    # callsite+tcmalloc 0.818 of tcmalloc. Each more finalist adds one run per confirmation
+    # round and about doubles the chance that a tie passes the rule (below).
+    finalists: int = 2
 
 
 def clearly_slower(ratios: Sequence[float], settings: SearchSettings, alone: bool = False) -> bool:
@@ -173,6 +183,23 @@ def best_alone(times: Times, alone: Sequence[str]) -> str | None:
     return min(ran, key=lambda a: (standing(times, a, ran[0]), ran.index(a)))
 
 
+def finalists_of(times: Times, strategies: Sequence[str], kind: Mapping[str, str], best: str,
+                 settings: SearchSettings) -> list[str]:
+    """The strategies to confirm, so far: the leader (the lowest median ratio to `best`), then
+    the best candidate of each next strategy kind (callsite, halo, ...), up to `finalists`
+    kinds. A runner-up costs confirmation rounds, so it must stand where a win could be
+    resolved: median ratio at most 1 - min_gain."""
+    out: list[str] = []
+    for s in sorted(strategies, key=lambda s: standing(times, s, best)):
+        if len(out) == max(1, settings.finalists):
+            break
+        if out and standing(times, s, best) > 1.0 - settings.min_gain:
+            break
+        if kind[s] not in {kind[f] for f in out}:
+            out.append(s)
+    return out
+
+
 @dataclass(frozen=True)
 class Decision:
     recommended: str | None  # the label recommended (None: nothing could be measured)
@@ -183,6 +210,7 @@ class Decision:
     reason: str
     # confirmation rounds: t_finalist / t_allocator for every allocator alone confirmed
     ratios_by_allocator: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    finalists: tuple[str, ...] = ()  # every strategy confirmed (`finalist` is the one decided on)
 
     @property
     def summary(self) -> Spread | None:
@@ -340,17 +368,18 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
         return res
     best = best_alone(res.race, alone_left()) or best
     strategies = [s for s in survivors if not cands[s].alone]
-    finalist = min(strategies, key=lambda s: standing(res.race, s, best)) if strategies else None
-    if finalist is None:
+    kind = {c.label: c.strategy for c in candidates}
+    finalists = finalists_of(res.race, strategies, kind, best, settings)
+    if not finalists:
         res.decision = decide(best, None, {}, settings)
         return res
-    race_ratio = standing(res.race, finalist, best)
+    race_ratio = standing(res.race, finalists[0], best)
     if race_ratio >= 1.0:
         res.decision = Decision(best, best, None, False, (),
-                                f"no strategy was faster than {best} alone in the race (the best, {finalist}, "
+                                f"no strategy was faster than {best} alone in the race (the best, {finalists[0]}, "
                                 f"at median ratio {race_ratio:.3f})")
         return res
-    res.decision = _confirm(res, best, finalist, run, deadline, clock, settings, say, drop, alone_left())
+    res.decision = _confirm(res, best, finalists, run, deadline, clock, settings, say, drop, alone_left())
     return res
 
 
@@ -372,13 +401,18 @@ def _first_round_overrun(survivors: Sequence[str], warm: Mapping[str, float], de
 
 def _eliminate(res: SearchResult, survivors: list[str], best: str, settings: SearchSettings,
                drop: Callable[[str, str, int, str], None], rnd: int) -> None:
-    """Drop the survivors clearly slower than the leader (allocators alone: than `best`)."""
+    """Drop the survivors clearly slower than the leader (allocators alone: than `best`), or,
+    when a runner-up strategy kind is to be confirmed too (finalists_of), than that runner-up:
+    only the finalists can be recommended, and the leader of noisy rounds may be the lucky one."""
     cands = res.by_label()
+    kind = {c.label: c.strategy for c in res.candidates}
     leader = min(survivors, key=lambda s: standing(res.race, s, best))
+    kept = finalists_of(res.race, [s for s in survivors if not cands[s].alone], kind, best, settings)
+    strategy_ref = kept[-1] if len(kept) > 1 else leader
     for label in list(survivors):
-        if label in (best, leader):
+        if label in (best, leader, strategy_ref):
             continue
-        ref = best if cands[label].alone else leader
+        ref = best if cands[label].alone else strategy_ref
         ratios = paired_ratios(res.race[label], res.race[ref])
         if clearly_slower(ratios, settings, alone=cands[label].alone):
             drop(label, "race", rnd, f"clearly slower than {ref}: paired ratios "
@@ -388,19 +422,21 @@ def _eliminate(res: SearchResult, survivors: list[str], best: str, settings: Sea
 def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None, deadline: float, clock: Clock,
                       settings: SearchSettings, drop: Callable[[str, str, int, str], None], rnd: int) -> bool:
     """While another race round of all survivors plus the confirmation would overrun the
-    deadline, drop the worse half of the strategies other than the leading one. Allocators
-    alone are kept: the best of them is the yardstick. False when no round fits."""
+    deadline, drop the worse half of the strategies other than the finalists-to-be (the
+    best of each of the leading strategy kinds, finalists_of). Allocators alone are kept:
+    the best of them is the yardstick. False when no round fits."""
     if best is None:
         return False
     cands = res.by_label()
+    kind = {c.label: c.strategy for c in res.candidates}
     while True:
         strategies = [s for s in survivors if not cands[s].alone]
-        leader = min(strategies, key=lambda s: standing(res.race, s, best)) if strategies else None
+        kept = finalists_of(res.race, strategies, kind, best, settings)
         confirm_round = sum(_cost(res.race, s) for s in survivors if cands[s].alone)
-        reserve = settings.min_confirm_rounds * (confirm_round + (_cost(res.race, leader) if leader else 0))
+        reserve = settings.min_confirm_rounds * (confirm_round + sum(_cost(res.race, f) for f in kept))
         if clock() + sum(_cost(res.race, s) for s in survivors) + reserve <= deadline:
             return True
-        others = sorted((s for s in strategies if s != leader), key=lambda s: standing(res.race, s, best))
+        others = sorted((s for s in strategies if s not in kept), key=lambda s: standing(res.race, s, best))
         if not others:
             return False
         for label in others[len(others) // 2:]:
@@ -408,37 +444,60 @@ def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None,
                  f"median ratio {standing(res.race, label, best):.3f}, in the worse half")
 
 
-def _confirm(res: SearchResult, best: str, finalist: str, run: Runner, deadline: float, clock: Clock,
+def _confirm(res: SearchResult, best: str, finalists: list[str], run: Runner, deadline: float, clock: Clock,
              settings: SearchSettings, say: Say, drop: Callable[[str, str, int, str], None],
              alone: Sequence[str]) -> Decision:
-    """Fresh rounds of the finalist and every allocator alone left, in rotating order;
-    then the decision on them."""
+    """Fresh rounds of the finalists and every allocator alone left, in rotating order; then
+    the decision on them: among the finalists that pass the rule (`decide`), the one with the
+    lowest median ratio to the best allocator alone."""
     cands = res.by_label()
-    group = [*alone, finalist]
+    names = ", ".join(finalists)
+    group = [*alone, *finalists]
     per_round = sum(_cost(res.race, label) for label in group)
     affordable = int((deadline - clock()) / per_round) if per_round > 0 else settings.confirm_rounds
     planned = max(0, min(settings.confirm_rounds, affordable))
     if planned < settings.min_confirm_rounds:
-        return Decision(best, best, finalist, False, (),
-                        f"the budget left allows {planned} confirmation rounds of {finalist} against the allocators "
-                        f"alone (at least {settings.min_confirm_rounds} needed): the advantage of {finalist} is not "
-                        "resolved")
+        return Decision(best, best, finalists[0], False, (),
+                        f"the budget left allows {planned} confirmation rounds of {names} against the allocators "
+                        f"alone (at least {settings.min_confirm_rounds} needed): the advantage of {finalists[0]} is "
+                        "not resolved", finalists=tuple(finalists))
     res.confirm = {label: {} for label in group}
-    say(f"confirmation: {finalist} against {', '.join(alone)} alone, {planned} rounds")
+    say(f"confirmation: {names} against {', '.join(alone)} alone, {planned} rounds")
+    live = list(finalists)
     for k in range(1, planned + 1):
         shift = (k - 1) % len(group)
         for label in group[shift:] + group[:shift]:
+            if label not in alone and label not in live:
+                continue
             m = run(cands[label], "confirm", k)
             if m.problem:
                 drop(label, "confirm", k, m.problem)
-                return Decision(best if label == finalist else None, best, finalist, False, (),
-                                f"{label} failed its output check in the confirmation")
+                if label in alone:  # the yardstick itself failed: nothing can be decided
+                    return Decision(None, best, finalists[0], False, (),
+                                    f"{label} failed its output check in the confirmation",
+                                    finalists=tuple(finalists))
+                live.remove(label)
+                del res.confirm[label]
+                continue
             res.confirm[label][k] = m.seconds or 0.0
+        if not live:
+            return Decision(best, best, finalists[0], False, (),
+                            f"{names} failed {'its' if len(finalists) == 1 else 'their'} output check in the "
+                            "confirmation", finalists=tuple(finalists))
         say(f"confirm round {k}/{planned}: " + ", ".join(
-            f"{finalist} / {a} = {res.confirm[finalist][k] / res.confirm[a][k]:.3f}" for a in alone
-            if res.confirm[a][k] > 0))
+            f"{f} / {a} = {res.confirm[f][k] / res.confirm[a][k]:.3f}" for f in live for a in alone
+            if res.confirm[a].get(k, 0) > 0 and k in res.confirm[f]))
     # the best allocator alone on every round the allocators ran together, race and confirmation
     both: Times = {a: {**res.race[a], **{1000 + k: v for k, v in res.confirm[a].items()}} for a in alone}
     best = best_alone(both, alone) or best
-    ratios = {a: paired_ratios(res.confirm[finalist], res.confirm[a]) for a in alone}
-    return decide(best, finalist, ratios, settings)
+    decisions = [decide(best, f, {a: paired_ratios(res.confirm[f], res.confirm[a]) for a in alone}, settings)
+                 for f in live]
+    won = [d for d in decisions if d.resolved]
+    if won:
+        d = min(won, key=lambda d: spread(d.ratios).median)
+    else:
+        d = decisions[0]
+        if len(decisions) > 1:
+            d = dataclasses.replace(d, reason=d.reason + "; " + "; ".join(
+                o.reason.replace("the advantage of ", "nor that of ", 1) for o in decisions[1:]))
+    return dataclasses.replace(d, finalists=tuple(finalists))

@@ -192,3 +192,43 @@ def test_clearly_slower_needs_rounds():
     assert clearly_slower([1.2, 1.1, 1.05, 1.2], s, alone=True)
     assert clearly_slower([1.2, 1.1, 1.05, 1.2, 0.9], s)  # a strategy: lower quartile 1.05
     assert not clearly_slower([1.2, 1.1, 1.05, 1.2, 0.9], s, alone=True)  # and slower in every one
+
+
+def test_the_runner_up_strategy_is_confirmed_too():
+    """The race's leader was lucky (halo+glibc looked 20% faster, is not), and a real win of
+    another strategy (callsite+jemalloc, 12%) stood second: both are confirmed, each the best
+    of its strategy, and the one that holds is recommended. With one finalist the lucky one
+    alone would have been confirmed, and the allocator alone recommended."""
+    true = times(glibc=1.05, tcmalloc=1.2, halo__glibc=0.80, halo__jemalloc=0.83, callsite__jemalloc=0.88)
+    prog = FakeProgram(true, confirm_true={"halo+glibc": 1.0, "halo+jemalloc": 1.0})
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    d = res.decision
+    assert d.finalists == ("halo+glibc", "callsite+jemalloc")  # not halo's second allocator
+    assert d.resolved and d.recommended == "callsite+jemalloc" and d.finalist == "callsite+jemalloc"
+    confirmed = {label for label, phase, _ in prog.calls if phase == "confirm"}
+    assert {"halo+glibc", "callsite+jemalloc"} <= confirmed and "halo+jemalloc" not in confirmed
+    # one finalist: the lucky leader only, unresolved
+    prog = FakeProgram(true, confirm_true={"halo+glibc": 1.0, "halo+jemalloc": 1.0})
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock, settings=SearchSettings(finalists=1))
+    assert res.decision.finalists == ("halo+glibc",) and not res.decision.resolved
+
+
+def test_a_runner_up_no_faster_than_the_allocator_alone_is_not_confirmed():
+    prog = FakeProgram(times(glibc=1.05, tcmalloc=1.2, halo__jemalloc=0.8))  # callsite: 1.0
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    assert res.decision.finalists == ("halo+jemalloc",) and res.decision.recommended == "halo+jemalloc"
+    assert not any(label.startswith("callsite") for label, phase, _ in prog.calls if phase == "confirm")
+
+
+def test_a_finalist_failing_its_output_check_leaves_the_other():
+    prog = FakeProgram(times(glibc=1.05, tcmalloc=1.2, halo__glibc=0.8, callsite__jemalloc=0.88))
+    true_broken = {"halo+glibc"}
+
+    def run(cand, phase, rnd):
+        m = prog(cand, phase, rnd)
+        if phase == "confirm" and cand.label in true_broken:
+            return Measurement(None, "output differs from the reference run (glibc): stdout line 1")
+        return m
+    res = run_search(candidates(), run, deadline=1e9, clock=prog.clock)
+    assert res.eliminated["halo+glibc"].phase == "confirm"
+    assert res.decision.recommended == "callsite+jemalloc" and res.decision.resolved
