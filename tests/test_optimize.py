@@ -169,3 +169,19 @@ def test_prefix_variants_are_planned_and_raced(build_dir, runtime_lib, tmp_path)
         assert any("objects numbered per call site alone" in line for line in head[:20]) == (name == "prefix-site")
     labels = {c["label"] for c in doc["candidates"]}
     assert {"prefix+glibc", "prefix-halo+glibc", "prefix-site+glibc"} <= labels
+
+
+def test_a_report_past_its_time_is_given_up_with_its_command(tmp_path):
+    """optimize's page gets the budget left (at least REPORT_MIN_S): a page not made in time is
+    given up, and the warning gives the command that makes it."""
+    from heaplayout.commands.optimize import write_report_within
+    prof = tmp_path / "p.prof"
+    prof.write_text("not a profile\n")
+    doc = {"schema": "heaplayout-optimize/1", "profile": str(prof), "plans": {"halo": str(tmp_path / "h.plan")},
+           "candidates": []}
+    page, why = write_report_within(tmp_path, doc, 0.0)
+    assert page is None and "was given up; make it with: heaplayout report --profile" in why
+    assert f"--plan {tmp_path / 'h.plan'}" in why and not (tmp_path / "report.html").exists()
+    # with time, the child's own answer comes back (here: the profile is not one)
+    page, why = write_report_within(tmp_path, doc, 60.0)
+    assert page is None and "not a heaplayout profile" in why

@@ -55,6 +55,10 @@ GROUP_LAYOUT_CHOICES = ("choose", *planner.GROUP_LAYOUTS)
 # when that would take more than this share of the budget left, so that measuring, which
 # decides the recommendation, keeps at least three quarters of it.
 LAYOUT_BUDGET_SHARE = 0.25
+# The page (report.html) is made after the decision, from the profile; a large profile's
+# takes long (yosys's 159 MB profile: 10 minutes, after a 360 s budget). It gets what is
+# left of the budget, and at least this, then is given up with the command that makes it.
+REPORT_MIN_S = 60.0
 
 
 class UsageError(Exception):
@@ -267,8 +271,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     if rec is not None:
         (out / "recommended.env").write_text(env_file_text(recommendation_env(rec, program)))
     if not args.no_report:
-        from ..report.optimize_evidence import write_evidence_report
-        report, why = write_evidence_report(out, doc)
+        report, why = write_report_within(out, doc, max(REPORT_MIN_S, deadline - time.monotonic()))
         if why:
             print(f"{PROG}: warning: {why}", file=sys.stderr)
         elif report is not None:
@@ -385,3 +388,35 @@ def _choose_layouts(run: OptimizeRun, train: list[str], stdin: Path | None, dead
         _say(f"  {v}: {len(inter)} of {len(choice.costs)} groups interleaved, the rest in spans "
              f"(simulated miss cost: all spans {choice.totals['spans']:,}, all interleaved "
              f"{choice.totals['interleave']:,} cycles; {choice.seconds:.0f} s)")
+
+
+def _report_child(out: Path, doc: dict, queue) -> None:
+    from ..report.optimize_evidence import write_evidence_report
+    page, why = write_evidence_report(out, doc)
+    queue.put((None if page is None else str(page), why))
+
+
+def write_report_within(out: Path, doc: dict, limit_s: float) -> tuple[Path | None, str | None]:
+    """report.html from optimize's evidence, made in a child process given `limit_s` seconds:
+    (the page, None), or (None, why not) with the command that makes it when time ran out."""
+    import multiprocessing
+    import queue as queue_mod
+    from ..report.optimize_evidence import REPORT_NAME, plan_to_draw
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    child = ctx.Process(target=_report_child, args=(out, doc, results), daemon=True)
+    child.start()
+    try:
+        page, why = results.get(timeout=max(0.0, limit_s))
+    except queue_mod.Empty:
+        child.terminate()
+        child.join()
+        words = ["heaplayout", "report"]
+        if doc.get("profile"):
+            plan = plan_to_draw(doc)
+            words += ["--profile", str(doc["profile"])] + (["--plan", str(plan)] if plan else [])
+        words += ["--optimize", str(out / "optimize.json"), "-o", str(out / REPORT_NAME)]
+        return None, (f"the HTML report was not finished within {limit_s:.0f} s (the budget left, or at least "
+                      f"{REPORT_MIN_S:.0f} s) and was given up; make it with: {shlex.join(words)}")
+    child.join()
+    return (Path(page) if page else None), why
