@@ -59,6 +59,10 @@ LAYOUT_BUDGET_SHARE = 0.25
 # takes long (yosys's 159 MB profile: 10 minutes, after a 360 s budget). It gets what is
 # left of the budget, and at least this, then is given up with the command that makes it.
 REPORT_MIN_S = 60.0
+# A simulated run of the training input, as a multiple of its profiling run: 0.8-1.8x on the
+# corpus (gawk: profile 4.9 s, six simulated runs 54 s; docs/results.md §17), so the
+# estimate takes the upper end.
+SIM_RUN_PER_PROFILE = 2.0
 
 
 class UsageError(Exception):
@@ -345,7 +349,7 @@ def _choose_layouts(run: OptimizeRun, train: list[str], stdin: Path | None, dead
     """Each plan's groups in the layout the simulator finds cheaper on the training input
     (planning/group_layout.py), the plan files rewritten; skipped, spans kept, when the two
     simulations per plan would take more than LAYOUT_BUDGET_SHARE of the budget left (each
-    estimated at the profiling run's time: both tools run the program under Valgrind)."""
+    estimated at SIM_RUN_PER_PROFILE profiling runs: both tools run the program under Valgrind)."""
     from ..plan_format import read_plan, write_plan
     from ..simulate import SimulateError
     todo = {}
@@ -359,7 +363,7 @@ def _choose_layouts(run: OptimizeRun, train: list[str], stdin: Path | None, dead
         return
     per_run = run.stage_s.get("profile", 0.0)
     left = deadline - time.monotonic()
-    estimate = 2 * len(todo) * per_run
+    estimate = 2 * len(todo) * per_run * SIM_RUN_PER_PROFILE
     if estimate > LAYOUT_BUDGET_SHARE * left:
         why = (f"the {2 * len(todo)} simulations would take about {estimate:.0f} s of the {max(0.0, left):.0f} s left; "
                "every group keeps a span per size class")
