@@ -15,7 +15,13 @@ is none, or `--allocator`). From that one run:
 - `heap stall`: stall x heap share of L1 misses, the model's estimate of the time a perfect
   heap layout could save at most; a program under 10% here cannot be made 10% faster by
   placement alone (as far as the model sees: it underrates pointer-chasing stalls by up to
-  2x, docs/results.md "Simulator fidelity").
+  2x, docs/results.md "Simulator fidelity");
+- `top site`: the share of the heap's L1 misses on the one call site (return address of the
+  malloc call) with the most. Pools per site or per group place sites apart or together;
+  they cannot reorder one site's objects among themselves, so a program whose misses sit
+  on one site (often a wrapper all objects come through) gains from placement only what
+  splitting that site by deeper contexts (HALO's chains) or ordering its objects (PreFix)
+  can give.
 
 The simulator's dense first-touch oracle is left out: it never reuses a freed address, so on
 programs that free and reallocate it touches up to 5x the pages and comes out slower than the
@@ -76,6 +82,13 @@ def miss_split(result: dict) -> tuple[list[int], list[int]]:
     return heap, other
 
 
+def top_site_share(result: dict) -> float:
+    """The share of the heap's L1 misses on the one call site with the most: a pool per site
+    or per group cannot reorder one site's objects among themselves."""
+    sites = [c["misses"][0] for c in result.get("contexts", []) if c["context"] >= 0]
+    return max(sites) / sum(sites) if sites and sum(sites) else 0.0
+
+
 def headroom(result: dict) -> dict:
     est = max(1, result["estimate"])
     stall = result["timing"]["stall_cycles"]
@@ -93,23 +106,24 @@ def headroom(result: dict) -> dict:
         "heap_stall_share": stall / est * share[0],
         "l1_mpki": 1000 * levels[0]["misses"] / instr,
         "ll_mpki": 1000 * levels[-1]["misses"] / instr,
+        "top_site_share": top_site_share(result),
     }
 
 
 def table(rows: list[dict]) -> str:
     head = ("| program | input | allocator | instructions | stall | faults | heap L1 | heap LL | "
-            "heap stall | L1 MPKI | LL MPKI |")
+            "heap stall | L1 MPKI | LL MPKI | top site |")
     lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['program']} | {r['input']} | {r['allocator']} | {r['error']} |" + " |" * 7)
+            lines.append(f"| {r['program']} | {r['input']} | {r['allocator']} | {r['error']} |" + " |" * 8)
             continue
         h = r["headroom"]
         lines.append(
             f"| {r['program']} | {r['input']} | {r['allocator']} | {h['instructions'] / 1e6:,.0f}M | "
             f"{h['stall_share']:.1%} | {h['fault_share']:.1%} | {h['heap_l1_share']:.0%} | "
             f"{h['heap_ll_share']:.0%} | {h['heap_stall_share']:.1%} | {h['l1_mpki']:.1f} | "
-            f"{h['ll_mpki']:.2f} |")
+            f"{h['ll_mpki']:.2f} | {h['top_site_share']:.0%} |")
     return "\n".join(lines)
 
 
@@ -121,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allocator", help="one allocator for all (default: optimize's best alone, else glibc)")
     ap.add_argument("--LL", metavar="S,W,L", help="the simulated last-level cache (default: the simulator's)")
     ap.add_argument("--plan", metavar="STRATEGY",
-                    help="simulate optimize's plan of this strategy (OUT/<program>/optimize/<program>.STRATEGY.plan) "
+                    help="simulate optimize's plan of this strategy (OUT/<program>/optimize/<exe>.STRATEGY.plan) "
                          "on the same allocator instead of the allocator alone")
     ap.add_argument("--jobs", type=int, default=1, help="simulations at once (each also uses a helper core)")
+    ap.add_argument("--force", action="store_true", help="simulate again where OUT/headroom/ has the run's JSON")
     args = ap.parse_args(argv)
 
     programs = corpus.select(corpus.load_corpus(), args.programs.split(",") if args.programs else None)
@@ -137,14 +152,20 @@ def main(argv: list[str] | None = None) -> int:
         row = {"program": program.name, "input": args.input, "allocator": alloc}
         extra = ["--LL", args.LL] if args.LL else []
         if args.plan:
-            plan = args.out / program.name / "optimize" / f"{program.name}.{args.plan}.plan"
-            if not plan.exists():
-                row["error"] = f"no plan {plan}"
+            # optimize names its plans after the executable (perl.halo.plan for perl-threads)
+            plans = sorted((args.out / program.name / "optimize").glob(f"*.{args.plan}.plan"))
+            if len(plans) != 1:
+                row["error"] = f"no single {args.plan} plan in {args.out / program.name / 'optimize'}"
                 return row
+            plan = plans[0]
             extra += ["--plan", str(plan)]
             row["allocator"] = f"{args.plan}+{alloc}"
+        dest = dest_dir / f"{program.name}.{tag}.json"
         try:
-            result = simulate(program, input_dir, alloc, dest_dir / f"{program.name}.{tag}.json", extra)
+            if not args.force and dest.exists() and json.loads(dest.read_text()).get("instructions"):
+                result = json.loads(dest.read_text())  # an earlier run's (same program, input, options)
+            else:
+                result = simulate(program, input_dir, alloc, dest, extra)
             row["headroom"] = headroom(result)
         except RuntimeError as e:
             row["error"] = str(e).splitlines()[0][:120]
