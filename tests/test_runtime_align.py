@@ -37,6 +37,16 @@ def test_mixed_sizes_keep_their_alignment_and_contents(build_dir, min_align, gap
     assert gaps(out) == {"gap40": gap40, "gap24": 32}
 
 
+@pytest.mark.parametrize("min_align", ["8", "16"])
+def test_a_span_starts_on_a_cache_line(build_dir, min_align):
+    # 200-byte slots end 8 bytes into a line; the 512-byte class's spans carved after them
+    # must start on a line, so that no 456-byte object's first line is split (it was 3 in 4)
+    env = dict(CALLSITE, HEAPLAYOUT_MIN_ALIGN=min_align)
+    r = run_program([str(align_test(build_dir)), "lines", "2000"], env_extra=env)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode().strip() == "off-line 0 of 2000"
+
+
 def test_a_bad_min_align_runs_unoptimized_with_a_message(build_dir):
     r = run_program([str(align_test(build_dir)), "mixed", "1"], env_extra=dict(CALLSITE, HEAPLAYOUT_MIN_ALIGN="12"))
     assert r.returncode == 0 and r.stdout.decode().endswith("ok\n")

@@ -89,6 +89,9 @@
 #define HL_SPEC_MAX_BUDGET 256u
 #define HL_SPEC_MAX_CHANGES 8u
 
+/* The cache line the layout rules assume (x86-64, and the simulator's default). */
+#define HL_LINE_BYTES 64u
+
 /* The size map's granule: at most one object starts in each (objects are >= 16 bytes). */
 #define HL_GRANULE_SHIFT 4u
 #define HL_GRANULE (1u << HL_GRANULE_SHIFT)

@@ -10,6 +10,10 @@
  *   align_test pairs N     N 24-byte objects from alloc24 (a plan's group); prints spacing
  *   align_test two N       N rounds of a 32- and a 64-byte object from alloc_sized (one call
  *                          site); prints the spacing of consecutive objects of each size
+ *   align_test lines N     N rounds of a 200- and a 456-byte object from alloc_sized; prints
+ *                          how many of the 456-byte ones (a 512-byte class) do not start on
+ *                          a cache line: spans after the 200-byte class's, whose slots end
+ *                          8 bytes into a line, must still start on one
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -136,9 +140,20 @@ static int two_sizes(int n) {
   return 0;
 }
 
+static int line_starts(int n) {
+  int off = 0;
+  for (int i = 0; i < n; i++) {
+    (void)alloc_sized(200);
+    if ((uintptr_t)alloc_sized(456) % 64) off++;
+  }
+  printf("off-line %d of %d\n", off, n);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int n = argc > 2 ? atoi(argv[2]) : 3;
   if (argc > 1 && strcmp(argv[1], "pairs") == 0) return pairs(n);
   if (argc > 1 && strcmp(argv[1], "two") == 0) return two_sizes(n);
+  if (argc > 1 && strcmp(argv[1], "lines") == 0) return line_starts(n);
   return mixed(n);
 }
