@@ -33,6 +33,14 @@ CACHEGRIND_GEOMETRY = {"levels": "2", "L1": "32768,8,64", "LL": "4194304,16,64",
                        "prefetch": "none", "hw": "no"}
 CACHEGRIND_ARGS = ["--cache-sim=yes", "--D1=32768,8,64", "--LL=4194304,16,64"]
 
+# Valgrind runs one thread at a time; by default the next to run is whichever the kernel
+# wakes first, so a multi-threaded program's threads interleave differently on every run,
+# and its counts with them (perl-threads, measuring input: LL misses 14.7M and 18.1M, a plan's
+# L2 misses 0.884x and 1.006x the allocator's in two runs of one configuration). With a
+# ticket lock the threads take turns in a fixed order: two runs agreed to 0.1% of L2 and
+# 0.04% of the time estimate (docs/results.md section 19). Single-threaded programs: no change.
+VALGRIND_SCHED_ARGS = ["--fair-sched=yes"]
+
 # tool option name for each model setting (the keys of SimOptions.model)
 MODEL_OPTIONS = {
     "L1": "--L1", "L2": "--L2", "LL": "--LL", "levels": "--levels", "line": "--line", "lat": "--lat",
@@ -181,7 +189,7 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
     with tempfile.TemporaryDirectory(prefix="hlsim.") as tmp:
         # one file per process: a client's forked children run the tool's exit too, and must
         # not overwrite the result of the process we started (valgrind keeps its pid)
-        argv = [vg, "-q", f"--tool={TOOL}", f"--out-file={Path(tmp) / 'result.%p.json'}", *opts.tool_args()]
+        argv = [vg, "-q", *VALGRIND_SCHED_ARGS, f"--tool={TOOL}", f"--out-file={Path(tmp) / 'result.%p.json'}", *opts.tool_args()]
         if log_file:
             argv.append(f"--log-file={log_file}")
         argv += list(program)
@@ -372,7 +380,7 @@ def run_cachegrind(program: Sequence[str], client_env: dict[str, str], valgrind:
     with tempfile.TemporaryDirectory(prefix="hlsim-cg.") as tmp:
         out = Path(tmp) / "cg.out"
         env, _ = valgrind_env(client_env, program)
-        argv = [valgrind, "-q", "--tool=cachegrind", *CACHEGRIND_ARGS, f"--cachegrind-out-file={out}", *program]
+        argv = [valgrind, "-q", *VALGRIND_SCHED_ARGS, "--tool=cachegrind", *CACHEGRIND_ARGS, f"--cachegrind-out-file={out}", *program]
         subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         events, summary = [], []
