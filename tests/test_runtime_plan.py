@@ -137,6 +137,29 @@ def test_two_frames_cannot_tell_the_chains_apart(plan_binary, tmp_path):
     assert r.returncode == 1 and "chains wrong 100 of 100" in r.stdout.decode()
 
 
+@pytest.mark.parametrize("grouped", [True, False])
+def test_a_skipped_library_allocating_for_the_program_is_answered_from_the_chain_cache(
+        plan_binary, tmp_path, grouped):
+    # strdup allocates inside libc (a skipped module) for dup_name: its frame decides, one or
+    # two steps out. Once decided, the chain cache must answer; before, each of the 2000
+    # strdups replayed its walk or took the walk's stable answer (about 300 instructions).
+    # Grouped or not, the answer is a function of the return addresses.
+    selects = standard_selects(plan_binary)
+    if not grouped:
+        selects = selects[:2]
+    plan = write_plan(tmp_path / "p.plan", plan_binary, selects)
+    stats = tmp_path / "stats.json"
+    args = [str(plan_binary), "2000"] + (["--expect-groups"] if grouped else [])
+    r = run_program(args, env_extra={"HEAPLAYOUT_PLAN": str(plan), "HEAPLAYOUT_STATS_JSON": str(stats)})
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    import json
+
+    s = json.loads(stats.read_text())
+    group = [p for p in s["pools"] if p["kind"] == "group"][0]
+    assert group["objects"] == (3 if grouped else 2) * 2000
+    assert s["plan_replays"] + s["plan_speculated"] <= 60, s
+
+
 def test_rest_callsite_pools_the_ungrouped_by_site(plan_binary, tmp_path):
     # node-via-y is ungrouped by its second frame: with `rest callsite 128` it goes to the
     # pool of alloc_node's call site once that site made 100 ungrouped objects; 400-byte
