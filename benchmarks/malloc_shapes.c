@@ -8,6 +8,9 @@
  *   grow     one site allocates PAIRS objects of 64 bytes and keeps them, then frees them
  *            all in allocation order (a program building its data, then tearing it down)
  *   ring     a ring of 1024 live objects of 64 bytes from one site, freed in FIFO order
+ *   realloc  the ring, its objects allocated with realloc(NULL, 64) (a program allocating
+ *            through one realloc call, as lua's allocator function does)
+ *   calloc   the ring, its objects allocated with calloc(1, 64)
  *   mixed    4096 live objects from 8 sites, each with its own size (16..256 bytes; one
  *            site asks for a different size every time), a random object replaced per step
  *   threads  two threads, each per round allocating 512 objects from 4 sites of mixed
@@ -128,6 +131,37 @@ static double shape_ring(unsigned long long pairs) {
   return t1 - t0;
 }
 
+__attribute__((noinline)) static void *realloc_site(size_t size) {
+  uint8_t *p = realloc(NULL, size);
+  if (p) p[0] = 8;
+  return p;
+}
+__attribute__((noinline)) static void *calloc_site(size_t size) {
+  uint8_t *p = calloc(1, size);
+  if (p) p[0] = 9;
+  return p;
+}
+
+/* the ring through another allocation function (realloc(NULL, n), calloc) */
+__attribute__((noinline)) static double shape_ring_via(unsigned long long pairs, site_fn site) {
+  enum { K = 1024 };
+  static uint8_t *ring[K];
+  for (size_t k = 0; k < K; k++) ring[k] = site(64);
+  uint8_t sink = 0;
+  size_t k = 0;
+  double t0 = now_ns();
+  for (unsigned long long i = 0; i < pairs; i++) {
+    sink += ring[k][0];
+    free(ring[k]);
+    ring[k] = site(64);
+    if (++k == K) k = 0;
+  }
+  double t1 = now_ns();
+  for (k = 0; k < K; k++) free(ring[k]);
+  sink_all += sink;
+  return t1 - t0;
+}
+
 static double shape_mixed(unsigned long long pairs) {
   enum { K = 4096 };
   static uint8_t *live[K];
@@ -225,6 +259,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(shape, "sizes")) ns = shape_sizes(pairs);
   else if (!strcmp(shape, "grow")) ns = shape_grow(pairs);
   else if (!strcmp(shape, "ring")) ns = shape_ring(pairs);
+  else if (!strcmp(shape, "realloc")) ns = shape_ring_via(pairs, realloc_site);
+  else if (!strcmp(shape, "calloc")) ns = shape_ring_via(pairs, calloc_site);
   else if (!strcmp(shape, "mixed")) ns = shape_mixed(pairs);
   else if (!strcmp(shape, "threads")) ns = shape_threads(pairs);
   else {

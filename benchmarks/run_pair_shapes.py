@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Instructions and ns per malloc/free pair, for every allocation shape of
-build/benchmarks/malloc_shapes (pair, sizes, grow, ring, mixed, threads) under each allocator alone and
+build/benchmarks/malloc_shapes (pair, sizes, grow, ring, realloc, calloc, mixed, threads) under each allocator alone and
 our runtime's `off`, `callsite` and a plan on top of glibc and mimalloc.
 
 Instructions are exact: callgrind's total for a run of 2N pairs minus that of a run of N
@@ -11,11 +11,12 @@ Times are medians of interleaved rounds (every configuration once per round), wi
 configuration's ratio to the allocator underneath taken round by round (the machine is
 shared: compare ratios, not single figures).
 
-    python3 benchmarks/run_pair_shapes.py [--shapes pair,sizes,grow,ring,mixed,threads] [--rounds 7]
+    python3 benchmarks/run_pair_shapes.py [--shapes pair,sizes,grow,ring,realloc,calloc,mixed,threads] [--rounds 7]
         [--pairs 5000000] [--count-pairs 200000] [--no-time] [--no-count]
 
 The plan is written from the binary's own disassembly (heaplayout.elf): one group holding
-all eight sites, identified by their return addresses.
+all ten sites (eight malloc sites, the realloc and calloc sites), identified by their return
+addresses.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ if str(REPO) not in sys.path:
 from heaplayout import elf, paths  # noqa: E402
 from heaplayout.runtime_env import RuntimeConfig, allocator_env, runtime_env  # noqa: E402
 
-SHAPES = ["pair", "sizes", "grow", "ring", "mixed", "threads"]
+SHAPES = ["pair", "sizes", "grow", "ring", "realloc", "calloc", "mixed", "threads"]
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,9 @@ CONFIGS = [
 
 def write_plan(binary: Path, out: Path) -> Path:
     ras = [elf.call_return_addresses(binary, f"site{n}", "malloc")[0] for n in range(8)]
+    ras += [elf.call_return_addresses(binary, f"{fn}_site", fn)[0] for fn in ("realloc", "calloc")]
     lines = ["heaplayout-plan 1", "strategy halo", "chunk_size 1048576", "max_object_size 4096",
-             f"module 0 {elf.build_id(binary)} {binary}", "skip libc.so.6", "group 1 8 1"]
+             f"module 0 {elf.build_id(binary)} {binary}", "skip libc.so.6", f"group 1 {len(ras)} 1"]
     lines += [f"select 1 0:{ra:x}" for ra in ras]
     out.write_text("\n".join(lines + ["end"]) + "\n")
     return out

@@ -185,6 +185,12 @@ HL_EXPORT void *calloc(size_t n, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
+  /* the site-direct pop first, as malloc (a miss costs two compares): a cached site's
+   * calloc skips the policy, PreFix (never cached while its counter may place) and the
+   * class lookup */
+  void *q = hl_site_direct_pop(total, (uintptr_t)__builtin_return_address(0));
+  if (HL_LIKELY(q > HL_FORWARD)) return memset(q, 0, total);
+  if (q == HL_FORWARD) return hl_next_alloc.calloc(n, size);
   int policy = hl_policy(); /* before hl_prefix_on: this may be the call that loads the region */
   if (policy >= HL_POLICY_CALLSITE) {
     void *p = HL_UNLIKELY(hl_prefix_on) ? hl_prefix_alloc(total, HL_FRAME) : NULL; /* a reused slot is not zero */
@@ -234,6 +240,14 @@ static void *realloc_from(void *p, size_t size, void *const *fp) {
 }
 
 HL_EXPORT void *realloc(void *p, size_t size) {
+  /* realloc(NULL, n) is malloc(n), and programs that allocate through one realloc call (lua's
+   * allocator function) do most of their allocating so: the site-direct pop first, as
+   * malloc (the full path cost lua5.4 about 55 instructions per object more) */
+  if (p == NULL) {
+    void *q = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));
+    if (HL_LIKELY(q > HL_FORWARD)) return q;
+    if (q == HL_FORWARD) return hl_next_alloc.malloc(size);
+  }
   return realloc_from(p, size, HL_FRAME);
 }
 
