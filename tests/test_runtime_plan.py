@@ -131,6 +131,34 @@ def test_third_frame_decides_between_interleaved_chains(plan_binary, tmp_path):
     assert s["plan_replays"] <= 60, s["plan_replays"]
 
 
+def test_a_long_walk_is_replayed_not_repeated(plan_binary, tmp_path):
+    # rec recursing 30 deep, under a rule that needs the frame beyond the recursion (rec's
+    # caller): each walk takes 30-odd steps. A walk that ends within the unwinder's own
+    # step limit must be recorded and replayed; with room for 12 steps each of the 3000
+    # allocations walked in full (sqlite3's halo plan: 11% of its allocations).
+    leaf = return_addresses(plan_binary, "alloc_leaf", "malloc")[0]
+    mid = return_addresses(plan_binary, "mid", "alloc_leaf")[0]
+    via_p = return_addresses(plan_binary, "via_p", "mid")[0]
+    rec_mid = return_addresses(plan_binary, "rec", "mid")[0]
+    rec_rec = return_addresses(plan_binary, "rec", "rec")[0]
+    try:
+        outer = return_addresses(plan_binary, "check_chains", "rec")[0]
+    except ValueError:  # check_chains inlined into main
+        outer = return_addresses(plan_binary, "main", "rec")[0]
+    selects = [f"select 1 0:{leaf:x} 0:{mid:x} 0:{via_p:x}",
+               f"select 1 0:{leaf:x} 0:{mid:x} 0:{rec_mid:x} 0:{rec_rec:x} 0:{outer:x}"]
+    plan = write_plan(tmp_path / "p.plan", plan_binary, selects)
+    stats = tmp_path / "stats.json"
+    r = run_program([str(plan_binary), "3000", "--expect-chains", "30"],
+                    env_extra={"HEAPLAYOUT_PLAN": str(plan), "HEAPLAYOUT_STATS_JSON": str(stats)})
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert "chains wrong 0 of 3000" in r.stdout.decode()
+    import json
+
+    s = json.loads(stats.read_text())
+    assert s["plan_walks"] <= 30, s["plan_walks"]
+
+
 def test_two_frames_cannot_tell_the_chains_apart(plan_binary, tmp_path):
     plan = write_plan(tmp_path / "p.plan", plan_binary, chain_selects(plan_binary, third=False))
     r = run_program([str(plan_binary), "100", "--expect-chains"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})

@@ -1,7 +1,8 @@
 /* The allocation fast paths, inlined into malloc and calloc (interpose.c) and operator new
  * (new_delete.c); free's is hl_free_ours_sized (internal.h), next to the free lists.
  *
- * malloc and new first try the site-direct pop (hl_site_direct_pop), with no frame:
+ * malloc and new first try the site-direct pop (hl_site_direct_pop), with no frame (calloc
+ * and realloc(NULL, n) try it too, inside their frames):
  *   1. the thread's site cache entry for the return address (in the thread's heap, through
  *      the one thread-local pointer; a thread without a heap, and every thread under `off`,
  *      points at an empty heap, so this misses without a test): one compare;
@@ -47,8 +48,9 @@ hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t siz
  * chain's answer, or the unwind rule at its outermost return address when the answer
  * needs one frame more. Which frames decide is a function of the return addresses alone (plan.c, decide), so a
  * chain's answer is fixed; a hash collision could only misplace an object, never break
- * the program. Walks of more than HL_CHAIN_FAST_STEPS steps, or through skipped modules
- * or recursion, are left to the recorded walks in plan.c. */
+ * the program. Walks of more than HL_CHAIN_FAST_STEPS steps, through recursion, or into a
+ * skipped module after a program frame, are left to the recorded walks in plan.c (steps
+ * out of skipped modules before the first program frame are cached here: plan.c, decide). */
 #define HL_CHAIN_FAST_STEPS 3u /* up to 4 frames: the identification target's deep case */
 
 static inline uint64_t hl_chain_key(uint64_t key, uintptr_t pc) {

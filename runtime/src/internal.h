@@ -557,8 +557,13 @@ typedef struct hl_step_rule {
  * modules and repeats are all per pc), so a walk that reaches the same return addresses
  * again collects the same frames: replaying the steps and comparing the addresses
  * replaces the rule lookups. Not replayable: a walk that ended on a failed stack check,
- * used an uncached rule, or was longer than HL_TRACE_STEPS. */
-#define HL_TRACE_STEPS 12
+ * used an uncached rule, or went on past the walk's own limit (HL_WALK_MAX_STEPS).
+ * A trace holds as many steps as a walk may take: with room for 12, walks through a
+ * recursion to the frame beyond it were never recorded, and 11% of sqlite3's allocations
+ * under its halo plan walked in full (1% with 64; docs/results.md section 20). 1.5 KiB per
+ * recorded walk, 64 of them per thread (HL_PLAN_CHAIN_SETS x HL_PLAN_CHAIN_WAYS). */
+#define HL_WALK_MAX_STEPS 64
+#define HL_TRACE_STEPS HL_WALK_MAX_STEPS
 typedef struct hl_trace_step {
   hl_step_rule rule;
   uintptr_t pc;
@@ -694,6 +699,7 @@ struct hl_heap {
   hl_chain_node chain_nodes[HL_CHAIN_NODES];
   hl_plan_chain_set plan_chains[HL_PLAN_CHAIN_SETS];
   hl_plan_speculation plan_spec[HL_PLAN_SPEC_SLOTS];
+  hl_trace walk_trace;            /* the walk in progress (plan.c): 1.5 KiB, off the program's stack */
   uint64_t plan_speculated;       /* decisions given by plan_spec without a walk (statistics) */
   struct hl_heap *next_heap;      /* registry of every heap made, for statistics */
   struct hl_heap *next_free;      /* free list of heaps whose thread exited */

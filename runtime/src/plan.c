@@ -689,21 +689,23 @@ uint16_t hl_plan_pool_walk(hl_frame f, const hl_step_rule *r0, const hl_trace **
       return c->pool;
     }
   }
-  hl_trace tr;
-  tr.nsteps = 0;
-  tr.replayable = 1;
+  /* the thread's scratch trace, not a local: a program's thread may have a 16 KiB stack
+   * (a trace holds HL_TRACE_STEPS steps); a walk allocates nothing, so nothing reenters */
+  hl_trace *tr = &hl_tl_heap->walk_trace;
+  tr->nsteps = 0;
+  tr->replayable = 1;
   atomic_fetch_add_explicit(&hl_state.plan_walks, 1, memory_order_relaxed); /* rare: not on the fast path */
   unsigned deciding;
-  uint16_t pool = decide(f, &tr, &deciding);
+  uint16_t pool = decide(f, tr, &deciding);
   if (HL_SPEC_MAX_BUDGET != 0) speculation_learn(spec, f.pc, g.pc, pool);
-  if (tr.replayable && tr.nsteps > 0) {
+  if (tr->replayable && tr->nsteps > 0) {
     chain_entry *c = &set->way[set->next];
     set->next = (set->next + 1) % CHAIN_WAYS;
     c->ra = f.pc;
     c->pool = pool;
     c->deciding_steps = (uint8_t)deciding;
-    c->trace.nsteps = tr.nsteps;
-    memcpy(c->trace.step, tr.step, tr.nsteps * sizeof tr.step[0]);
+    c->trace.nsteps = tr->nsteps;
+    memcpy(c->trace.step, tr->step, tr->nsteps * sizeof tr->step[0]);
     *decided = &c->trace;
     *steps = deciding;
   }

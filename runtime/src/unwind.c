@@ -412,8 +412,8 @@ int hl_unwind_function_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi) {
  * depended on more than the return addresses it met (see hl_trace). */
 unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr) {
   unsigned n = 0;
-  uintptr_t fns[64];
-  for (unsigned steps = 0; steps < 64; steps++) {
+  uintptr_t fns[HL_WALK_MAX_STEPS];
+  for (unsigned steps = 0; steps < HL_WALK_MAX_STEPS; steps++) {
     const cached_rule *r = rule_of(f->pc);
     if (!r->skip) {
       unsigned i = 0;

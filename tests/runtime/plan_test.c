@@ -5,7 +5,8 @@
  *   dup_name            strdup: malloc is called inside libc, whose frames are skipped
  *   alloc_leaf          malloc(40) <- mid <- via_p / via_q / rec (recursive): the same
  *                       return address and caller, told apart only by the third frame
- *                       (mode --expect-chains: the plan groups via_p and rec, not via_q)
+ *                       (mode --expect-chains [DEPTH]: the plan groups via_p and rec, not
+ *                       via_q; DEPTH fixes rec's recursion, else it varies 0..6)
  *   alloc_big           malloc(400) from one site, never grouped
  * Mode --expect-rest (a plan with `rest callsite 128`): token, node-via-x and name are
  * grouped as above; node-via-y, ungrouped by its second frame, gets the pool of
@@ -77,16 +78,17 @@ NOINLINE void *rec(int i, int depth) {
 }
 
 /* Allocations whose first two frames are the same and whose third decides, interleaved
- * (p, q, rec at varying depths), so cached decisions are reused and must be told apart. */
-static int check_chains(int n) {
+ * (p, q, rec at varying depths), so cached decisions are reused and must be told apart.
+ * depth >= 0: rec always recurses that deep (a long chain of fixed length). */
+static int check_chains(int n, int depth) {
   int bad = 0;
   long checksum = 0;
   for (int i = 0; i < n; i++) {
-    long *p = via_p(i), *q = via_q(i), *r = rec(i, i % 7);
+    long *p = via_p(i), *q = via_q(i), *r = rec(i, depth >= 0 ? depth : i % 7);
     checksum += p[2] + q[2] + r[3];
     int pp = heaplayout_pool_of(p), pq = heaplayout_pool_of(q), pr = heaplayout_pool_of(r);
     if (!(pp >= 3 && pq == 0 && pr == pp) && bad++ < 5)
-      fprintf(stderr, "round %d: pools via_p %d via_q %d rec(%d) %d\n", i, pp, pq, i % 7, pr);
+      fprintf(stderr, "round %d: pools via_p %d via_q %d rec(%d) %d\n", i, pp, pq, depth >= 0 ? depth : i % 7, pr);
     free(p);
     free(q);
     free(r);
@@ -123,7 +125,7 @@ static int check_rest(int n) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 2 && strcmp(argv[2], "--expect-chains") == 0) return check_chains(atoi(argv[1]));
+  if (argc > 2 && strcmp(argv[2], "--expect-chains") == 0) return check_chains(atoi(argv[1]), argc > 3 ? atoi(argv[3]) : -1);
   if (argc > 2 && strcmp(argv[2], "--expect-rest") == 0) return check_rest(atoi(argv[1]));
   int n = argc > 1 ? atoi(argv[1]) : 1000;
   int expect_plan = argc > 2 && strcmp(argv[2], "--expect-groups") == 0;
