@@ -159,6 +159,26 @@ def test_a_long_walk_is_replayed_not_repeated(plan_binary, tmp_path):
     assert s["plan_walks"] <= 30, s["plan_walks"]
 
 
+def test_a_six_frame_chain_is_answered_by_the_chain_cache(plan_binary, tmp_path):
+    # deep_a and deep_b share five frames and alternate; the sixth decides. The fast path's
+    # chain cache must answer both after their first walks: with room for 4 frames each of
+    # the 6000 allocations replayed a recorded walk (about 300 instructions each).
+    leaf = return_addresses(plan_binary, "alloc_leaf", "malloc")[0]
+    frames = [leaf] + [return_addresses(plan_binary, caller, callee)[0]
+                       for caller, callee in (("mid", "alloc_leaf"), ("lvl3", "mid"), ("lvl2", "lvl3"),
+                                              ("lvl1", "lvl2"), ("deep_a", "lvl1"))]
+    plan = write_plan(tmp_path / "p.plan", plan_binary, ["select 1 " + " ".join(f"0:{f:x}" for f in frames)])
+    stats = tmp_path / "stats.json"
+    r = run_program([str(plan_binary), "3000", "--expect-deep"],
+                    env_extra={"HEAPLAYOUT_PLAN": str(plan), "HEAPLAYOUT_STATS_JSON": str(stats)})
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert "deep wrong 0 of 3000" in r.stdout.decode()
+    import json
+
+    s = json.loads(stats.read_text())
+    assert s["plan_walks"] + s["plan_replays"] + s["plan_speculated"] <= 60, s
+
+
 def test_two_frames_cannot_tell_the_chains_apart(plan_binary, tmp_path):
     plan = write_plan(tmp_path / "p.plan", plan_binary, chain_selects(plan_binary, third=False))
     r = run_program([str(plan_binary), "100", "--expect-chains"], env_extra={"HEAPLAYOUT_PLAN": str(plan)})

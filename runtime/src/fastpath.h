@@ -51,7 +51,11 @@ hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t siz
  * the program. Walks of more than HL_CHAIN_FAST_STEPS steps, through recursion, or into a
  * skipped module after a program frame, are left to the recorded walks in plan.c (steps
  * out of skipped modules before the first program frame are cached here: plan.c, decide). */
-#define HL_CHAIN_FAST_STEPS 3u /* up to 4 frames: the identification target's deep case */
+/* Up to 9 frames (plans' rules reach 12 on gcc-cc1). With 4 frames and 256 nodes, most walk
+ * sites of the corpus's halo plans replayed or walked: cppcheck's plan cost 31% more
+ * instructions than jemalloc alone on its training input, 20% with 9 frames and 2048 nodes
+ * (13 frames no better; docs/results.md section 20). A chain decided sooner stops sooner. */
+#define HL_CHAIN_FAST_STEPS 8u
 
 static inline uint64_t hl_chain_key(uint64_t key, uintptr_t pc) {
   uint64_t h = (key ^ pc) * 0x9E3779B97F4A7C15ull;
@@ -66,7 +70,7 @@ static inline uint64_t hl_chain_slot(uint64_t slot, uintptr_t pc) {
   return (slot ^ (pc & 0xfff)) * 0x9E3779B97F4A7C15ull;
 }
 static inline hl_chain_node *hl_chain_node_of(hl_heap *h, uint64_t slot) {
-  return &h->chain_nodes[slot >> 56 & (HL_CHAIN_NODES - 1)];
+  return &h->chain_nodes[slot >> (64 - HL_CHAIN_NODE_BITS)];
 }
 
 /* A walk site's answer from the chain cache, or HL_TP_WALK: not cached (or a stack check

@@ -649,8 +649,10 @@ extern struct hl_free_slot *hl_empty_lists[2][4 * HL_NCLASSES];
 #define hl_forward_slot (hl_empty_lists[1][0])
 #define HL_TP_WALK ((hl_tpool *)1)
 
-/* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try). */
-#define HL_CHAIN_NODES 256u
+/* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try): 64 KiB
+ * per thread, a node per decided prefix of a chain (see HL_CHAIN_FAST_STEPS). */
+#define HL_CHAIN_NODE_BITS 11u
+#define HL_CHAIN_NODES (1u << HL_CHAIN_NODE_BITS)
 typedef struct hl_chain_node {
   uint64_t key;       /* hl_chain_key of the chain; 0: empty (a key is 0 by chance only) */
   hl_tpool *tp;       /* the answer (NULL: not pooled), or HL_TP_WALK: one frame more */

@@ -7,6 +7,8 @@
  *                       return address and caller, told apart only by the third frame
  *                       (mode --expect-chains [DEPTH]: the plan groups via_p and rec, not
  *                       via_q; DEPTH fixes rec's recursion, else it varies 0..6)
+ *   deep_a / deep_b     alloc_leaf <- mid <- lvl3 <- lvl2 <- lvl1 <- deep_a / deep_b: six
+ *                       frames, the sixth decides (mode --expect-deep: deep_a grouped)
  *   alloc_big           malloc(400) from one site, never grouped
  * Mode --expect-rest (a plan with `rest callsite 128`): token, node-via-x and name are
  * grouped as above; node-via-y, ungrouped by its second frame, gets the pool of
@@ -97,6 +99,50 @@ static int check_chains(int n, int depth) {
   return bad == 0 ? 0 : 1;
 }
 
+/* A chain of six frames with no recursion, told apart only by the sixth: alloc_leaf <- mid
+ * <- lvl3 <- lvl2 <- lvl1 <- deep_a / deep_b (mode --expect-deep: deep_a grouped, deep_b
+ * not). Each level writes after its call, so none is a tail call. */
+NOINLINE void *lvl3(int i) {
+  long *n = mid(i);
+  n[4] = 3;
+  return n;
+}
+NOINLINE void *lvl2(int i) {
+  long *n = lvl3(i);
+  n[4] += 2;
+  return n;
+}
+NOINLINE void *lvl1(int i) {
+  long *n = lvl2(i);
+  n[4] += 1;
+  return n;
+}
+NOINLINE void *deep_a(int i) {
+  long *n = lvl1(i);
+  n[2] = 'a';
+  return n;
+}
+NOINLINE void *deep_b(int i) {
+  long *n = lvl1(i);
+  n[2] = 'b';
+  return n;
+}
+
+static int check_deep(int n) {
+  int bad = 0;
+  long checksum = 0;
+  for (int i = 0; i < n; i++) {
+    long *a = deep_a(i), *b = deep_b(i);
+    checksum += a[2] + b[2] + a[4] + b[4];
+    int pa = heaplayout_pool_of(a), pb = heaplayout_pool_of(b);
+    if (!(pa >= 3 && pb == 0) && bad++ < 5) fprintf(stderr, "round %d: pools deep_a %d deep_b %d\n", i, pa, pb);
+    free(a);
+    free(b);
+  }
+  printf("checksum %ld\ndeep wrong %d of %d\n", checksum, bad, n);
+  return bad == 0 ? 0 : 1;
+}
+
 NOINLINE void *alloc_big(int i) {
   long *b = malloc(400);
   b[0] = i;
@@ -127,6 +173,7 @@ static int check_rest(int n) {
 int main(int argc, char **argv) {
   if (argc > 2 && strcmp(argv[2], "--expect-chains") == 0) return check_chains(atoi(argv[1]), argc > 3 ? atoi(argv[3]) : -1);
   if (argc > 2 && strcmp(argv[2], "--expect-rest") == 0) return check_rest(atoi(argv[1]));
+  if (argc > 2 && strcmp(argv[2], "--expect-deep") == 0) return check_deep(atoi(argv[1]));
   int n = argc > 1 ? atoi(argv[1]) : 1000;
   int expect_plan = argc > 2 && strcmp(argv[2], "--expect-groups") == 0;
   int bad = 0, grouped = 0, adjacent = 0;
