@@ -20,6 +20,7 @@ from typing import Sequence
 from . import paths
 from .program_input import open_stdin
 from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
+from .sim_clocks import DEFAULT_SCALE, slowed_clock_env
 
 TOOL = "hlsim"
 
@@ -120,6 +121,8 @@ class SimOptions:
     top_contexts: int = 50
     # the oracle in a helper process fed through shared memory (same counts; uses a second core)
     oracle_helper: bool = True
+    # the allocators' wall-clock delays multiplied by this (sim_clocks.py; 1: as they are)
+    clock_scale: int = DEFAULT_SCALE
 
     def tracks_objects(self) -> bool:
         return bool(self.contexts or self.oracle or self.oracle_hot)
@@ -194,6 +197,7 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
             argv.append(f"--log-file={log_file}")
         argv += list(program)
         env, user_preload = valgrind_env(opts.client_env(), program, env_base)  # LD_PRELOAD in valgrind's environment
+        env.update(slowed_clock_env(env.get("LD_PRELOAD", ""), env, opts.clock_scale))
         env["VALGRIND_LIB"] = str(lib)
         with open_stdin(stdin) as inp:
             proc = subprocess.Popen(argv, env=env, stdin=inp, stdout=stdout, stderr=stderr, cwd=cwd)

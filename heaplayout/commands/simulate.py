@@ -13,6 +13,7 @@ import sys
 
 from .. import allocators, paths
 from ..program_input import check_stdin_file
+from ..sim_clocks import DEFAULT_SCALE
 from ..simulate import (CACHEGRIND_GEOMETRY, PREFETCHERS, SimOptions, SimulateError, format_result,
                         run_simulation, run_with_oracles)
 
@@ -99,6 +100,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="track heap objects and call sites: misses per allocation call site; implied by --oracle. "
                    "The tool sees the malloc family's entries and returns; nothing is wrapped or replaced, so the "
                    "layout and the counts are those of an untracked run (the simulation takes about 30%% longer)")
+    p.add_argument("--clock-scale", type=int, default=DEFAULT_SCALE, metavar="N",
+                   help="multiply mimalloc's decommit delays and jemalloc's decay time by N, the simulator's "
+                   "slowdown, so that they return memory after as much of the program's work as natively "
+                   f"(default {DEFAULT_SCALE}; 1: as set; heaplayout/sim_clocks.py)")
     p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     p.add_argument("--study", action="store_true",
                    help="line sizes x prefetchers x layouts table (see --lines, --prefetchers, --layouts)")
@@ -125,7 +130,7 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
     return SimOptions(policy=policy, allocator=args.allocator, plan=args.plan,
                       runtime_options=runtime_options, model=model,
                       contexts=args.contexts or bool(args.oracle),
-                      oracle_helper=not args.oracle_in_process)
+                      oracle_helper=not args.oracle_in_process, clock_scale=args.clock_scale)
 
 
 def simulate_command(args: argparse.Namespace) -> int:
