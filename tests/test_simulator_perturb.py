@@ -63,6 +63,20 @@ def test_order_is_allocation_order_at_glibc_density(probe):
         assert b - a == slot(s), (hex(a), s, hex(b))
 
 
+@pytest.mark.parametrize("offset", [0, 16, 32, 48])
+def test_line_offset_places_64_byte_slots_at_that_offset(probe, offset):
+    # 56-byte objects take 64-byte slots: every one starts `offset` bytes into its cache
+    # line (Olden tsp ran 0.95x glibc's time at 32 and 1.34x at 16: docs/results.md section 21)
+    got = addresses(probe, {**perturb_env("order"), "HLPERTURB_LINE_OFFSET": str(offset)}, 200, 56)
+    assert {a % 64 for a, _ in got} == {offset}
+
+
+def test_a_line_offset_malloc_cannot_promise_is_refused(probe):
+    r = run([str(probe), "10", "56"], {**perturb_env("order"), "HLPERTURB_LINE_OFFSET": "8"})
+    assert r.returncode == 0 and r.stdout.decode().endswith("ok\n")
+    assert b"must be 0, 16, 32 or 48" in r.stderr
+
+
 def test_random_spreads_over_k_arenas(probe):
     got = addresses(probe, perturb_env("random", arenas=4, seed=3), 800, 32)
     arena_of = arenas_of([a for a, _ in got])

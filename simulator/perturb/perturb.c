@@ -9,6 +9,9 @@
  *                                of them at random: neighbours in time land in different arenas
  *                     shuffle    allocation order at page granularity, random offsets within a
  *                                4 KiB page (objects up to 1 KiB; larger ones as in order)
+ *   HLPERTURB_LINE_OFFSET  0, 16, 32 or 48: where in its 64-byte line each arena's first
+ *                     object starts (default 16, where the first object of a fresh glibc heap
+ *                     page would); objects of slots that are multiples of 64 bytes all keep it
  *   HLPERTURB_FREE    none       free does nothing (pure bump; the default)
  *                     reuse      freed blocks go on a per-arena, per-class LIFO list for reuse
  *   HLPERTURB_SEED    seed of the random choices (default 1)
@@ -140,10 +143,18 @@ static void init(void) {
   }
   range_lo = (uintptr_t)base;
   range_hi = range_lo + per * narenas;
+  /* where in its 64-byte cache line each arena's first object starts (16-aligned, as malloc
+   * promises); objects whose slots are a multiple of 64 bytes all keep that offset */
+  uint64_t line_off = env_num("HLPERTURB_LINE_OFFSET", PT_DEFAULT_LINE_OFFSET);
+  if (line_off > 48 || line_off % 16) {
+    static const char msg[] = "libhlperturb: HLPERTURB_LINE_OFFSET must be 0, 16, 32 or 48; using 16\n";
+    if (write(2, msg, sizeof msg - 1) < 0) {}
+    line_off = PT_DEFAULT_LINE_OFFSET;
+  }
   for (unsigned i = 0; i < narenas; i++) {
     arenas[i].lo = range_lo + per * i;
     arenas[i].hi = arenas[i].lo + per;
-    arenas[i].bump = arenas[i].lo + 8;
+    arenas[i].bump = arenas[i].lo + (line_off ? line_off : 64) - 8;
   }
   inited = 2;
 }

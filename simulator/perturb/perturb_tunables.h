@@ -7,6 +7,7 @@
 #define PT_CLASSES 94                     /* 64 small classes + powers of two 2 KiB .. 1 TiB */
 #define PT_MAX_SIZE (1ULL << 39)          /* larger requests go to the next allocator */
 #define PT_SHUFFLE_MAX 1024               /* shuffle objects up to this slot size; a quarter page keeps pages mixed */
+#define PT_DEFAULT_LINE_OFFSET 16         /* the first object 16 bytes into its line: the library's layout before the setting */
 #define PT_DEFAULT_ARENAS 4               /* random mode: the "four arenas" */
 #define PT_MAX_ARENAS 128                 /* the header keeps the arena in 8 bits */
 #define PT_DEFAULT_RESERVE (64ULL << 30)  /* virtual bytes for all arenas (MAP_NORESERVE): split evenly */
