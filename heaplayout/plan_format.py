@@ -121,7 +121,7 @@ def plan_text(plan: Plan) -> str:
     lines += [f"module {m.index} {m.build_id or '-'} {m.path}" for m in plan.modules]
     lines += [f"skip {s}" for s in plan.skips]
     lines += [f"group {g.id} {g.contexts} {g.weight}{' packed' if g.packed else ''}{' spans' if g.spans else ''}"
-              for g in plan.groups]
+              f"{f' line {g.line}' if g.line else ''}" for g in plan.groups]
     lines += [f"select {r.group} {' '.join(map(format_frame, r.frames))}" for r in plan.rules]
     lines += plan.prefix.lines()
     lines.append("end")
@@ -289,23 +289,32 @@ def _record(line: int, kind: str, rest: str, plan: Plan, prefix_state: dict) -> 
             raise _Refused(line, f"too many skip records (the runtime takes at most {MAX_SKIPS})")
         plan.skips.append(fields[0])
     elif kind == "group":
-        # optional flags after the weight, each at most once, in this order: packed, spans
+        # optional flags after the weight, each at most once, in this order: packed, spans,
+        # line N
         flag = 3
         packed = flag < len(fields) and fields[flag] == "packed"
         flag += packed
         spans = flag < len(fields) and fields[flag] == "spans"
         flag += spans
-        if not 3 <= len(fields) <= 5:
-            raise _Refused(line, f"group takes 3 fields (and the optional flags 'packed' and 'spans'), got {len(fields)}")
+        has_line = flag + 1 < len(fields) and fields[flag] == "line"
+        if not 3 <= len(fields) <= 7:
+            raise _Refused(line, "group takes 3 fields (and the optional flags 'packed', 'spans' and 'line N'), "
+                                 f"got {len(fields)}")
+        line_off = 0
+        if has_line:
+            line_off = _bounded(line, "group line", fields[flag + 1], 16, 48, "must be 16, 32 or 48")
+            if line_off % 16:
+                raise _Refused(line, f"group line {_show(fields[flag + 1])}: must be 16, 32 or 48")
+            flag += 2
         if flag != len(fields):
-            raise _Refused(line, "group: after the weight only 'packed' and then 'spans' may follow")
+            raise _Refused(line, "group: after the weight only 'packed', then 'spans', then 'line N' may follow")
         n = len(plan.groups) + 1
         _bounded(line, "group id", fields[0], n, n, "group ids must be 1, 2, 3, ... in order")
         if n > MAX_GROUPS:
             raise _Refused(line, f"too many groups (the runtime takes at most {MAX_GROUPS})")
         contexts = _bounded(line, "group contexts", fields[1], 0, MAX_U64, "out of range")
         weight = _bounded(line, "group weight", fields[2], 0, MAX_U64, "out of range")
-        plan.groups.append(PlanGroup(n, contexts, weight, packed, spans))
+        plan.groups.append(PlanGroup(n, contexts, weight, packed, spans, line_off))
     elif kind == "select":
         plan.rules.append(_select(line, rest, plan))
     elif kind == "end":

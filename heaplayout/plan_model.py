@@ -47,6 +47,7 @@ class PlanGroup:
     weight: int  # informational
     packed: bool = False  # with min_align 8: 24-byte objects take 24-byte slots (docs/plan-format.md)
     spans: bool = False  # fresh space carved per size class instead of HALO's allocation order
+    line: int = 0  # bytes into a cache line its fresh space starts: 0, 16, 32 or 48 (docs/plan-format.md)
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,49 @@ def test_plan_choose_layout_command(recycle_plan, tmp_path: Path) -> None:
     assert r.returncode == 2 and "usage" in r.stderr
     r = hl("plan", "choose-layout", str(tmp_path / "none.plan"), "-o", str(out), "--", *argv)
     assert r.returncode == 1 and "none.plan" in r.stderr
+
+
+# --------------------------------------------------------------------------- line offsets
+
+def test_an_offset_replaces_the_line_s_start_only_by_the_minimum_gain() -> None:
+    gain = group_layout.LINE_MIN_GAIN
+    assert group_layout.pick_line({0: 1000, 16: 990, 32: 900, 48: 905}) == 32
+    # within the model's error of the line's start: the start stays
+    assert group_layout.pick_line({0: 1000, 16: 1000 * (1 - gain / 2), 32: 1001, 48: 1002}) == 0
+    assert group_layout.pick_line({0: 900, 16: 1000, 32: 950, 48: 990}) == 0
+
+
+def test_with_line_sets_every_group_and_refuses_other_offsets() -> None:
+    plan = group_layout.with_line(plan_of(3), 48)
+    assert [g.line for g in plan.groups] == [48, 48, 48]
+    with pytest.raises(ValueError, match="line offset 8"):
+        group_layout.with_line(plan_of(1), 8)
+
+
+def test_the_line_is_chosen_on_the_native_time_model_s_estimates(monkeypatch, tmp_path) -> None:
+    seen: list[tuple[int, dict]] = []
+    fake = {0: 560_000, 16: 546_000, 32: 489_000, 48: 482_000}  # tsp's, training input
+
+    def run_simulation(program, opts, **kw):
+        line = read_plan(Path(opts.plan)).groups[0].line
+        seen.append((line, dict(opts.model)))
+        return {"estimate": fake[line]}
+
+    monkeypatch.setattr(group_layout, "run_simulation", run_simulation)
+    choice = group_layout.choose_line_by_simulation(plan_of(2), ["/bin/true"])
+    assert choice.line == 48 and [g.line for g in choice.plan.groups] == [48, 48]
+    assert choice.estimates == fake
+    assert sorted(line for line, _ in seen) == [0, 16, 32, 48]
+    assert all(model.get("hw") == "yes" for _, model in seen)
+
+
+@needs_valgrind
+def test_plan_choose_layout_line_command(recycle_plan, tmp_path: Path) -> None:
+    argv, spans_plan = recycle_plan
+    out = tmp_path / "chosen.plan"
+    r = hl("plan", "choose-layout", str(spans_plan), "--line", "-o", str(out), "--", *argv)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "bytes into their lines (--hw yes)" in r.stderr  # progress
+    lines = {g.line for g in read_plan(out).groups}
+    assert len(lines) == 1 and lines <= set(group_layout.LINE_OFFSETS)
+    assert f"objects {lines.pop()} bytes into their cache lines (--hw time estimate by offset: 0: " in r.stdout

@@ -96,6 +96,13 @@ def test_a_winning_plan_is_recommended_and_bench_takes_its_config(build_dir, run
     for c in lay["costs"]:
         assert (c["group"] in lay["interleaved"]) == (c["interleave"] < c["spans"])
     assert "group layouts: simulating the training input" in r.stderr.decode()
+    # and where in a cache line the groups' objects start, by the native-time model, or why not
+    line = lay["line"]
+    if line["chosen"]:
+        assert {g.line for g in plan.groups} == {line["offset"]}
+        assert set(line["estimates"]) == {"0", "16", "32", "48"}
+    else:
+        assert line["why"] and {g.line for g in plan.groups} == {0}
 
 
 def test_optimize_on_a_library_allocator(build_dir, runtime_lib, tmp_path):

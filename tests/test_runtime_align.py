@@ -96,6 +96,27 @@ def test_a_group_interleaves_sizes_unless_the_plan_says_spans(build_dir, tmp_pat
     assert gaps(r.stdout.decode()) == gaps_wanted
 
 
+@pytest.mark.parametrize("flags,size", [("", 56), (" spans", 56), (" spans", 128), (" packed spans", 64)])
+@pytest.mark.parametrize("line", [0, 16, 32, 48])
+def test_a_group_s_objects_start_where_its_line_record_says(build_dir, tmp_path, flags, size, line):
+    # Olden tsp's 56-byte records ran 0.93x glibc's time 32 bytes into their lines and
+    # 1.37x on them (docs/results.md section 21): a plan can ask for the offset, and every
+    # object of a 64-byte-multiple class then starts there, interleaved or in spans
+    binary = align_test(build_dir)
+    ra = elf.call_return_addresses(binary, "alloc_sized", "malloc")[0]
+    plan = tmp_path / "line.plan"
+    plan.write_text("\n".join(["heaplayout-plan 1", "strategy halo", "chunk_size 1048576", "max_object_size 4096",
+                               f"module 0 {elf.build_id(binary)} {binary}", "skip libc.so.6",
+                               f"group 1 1 1000{flags}{f' line {line}' if line else ''}",
+                               f"select 1 0:{ra:x}", "end"]) + "\n")
+    assert [g.line for g in read_plan(plan).groups] == [line]
+    n = 40000  # more than one 1 MiB chunk of them
+    r = run_program([str(binary), "offsets", str(n), str(size)], env_extra={"HEAPLAYOUT_PLAN": str(plan)})
+    assert r.returncode == 0 and r.stderr == b"", r.stderr.decode()
+    counts = dict(zip((0, 16, 32, 48), map(int, re.findall(r": (\d+)", r.stdout.decode()))))
+    assert counts[line] == n, r.stdout.decode()
+
+
 def test_span_heads_start_on_different_cache_sets(build_dir, tmp_path):
     # callsite pool of 32- and 64-byte objects from one site: 4000 of each fill 8 and 16
     # spans of 16 KiB; each span carved after another class's starts 9 lines further on

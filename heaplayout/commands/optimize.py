@@ -63,6 +63,11 @@ REPORT_MIN_S = 60.0
 # corpus (gawk: profile 4.9 s, six simulated runs 54 s; docs/results.md §17), so the
 # estimate takes the upper end.
 SIM_RUN_PER_PROFILE = 2.0
+# Choosing where in a cache line the groups' objects start: four runs with the native-time
+# model, which costs about twice the default model's (docs/results.md, "Cost of --hw"), two
+# at a time: about four simulated runs of wall time per plan. Done after the spans/interleave
+# choice when both fit in LAYOUT_BUDGET_SHARE of the budget left.
+LINE_SIM_RUNS = 4.0
 
 
 class UsageError(Exception):
@@ -392,6 +397,37 @@ def _choose_layouts(run: OptimizeRun, train: list[str], stdin: Path | None, dead
         _say(f"  {v}: {len(inter)} of {len(choice.costs)} groups interleaved, the rest in spans "
              f"(simulated miss cost: all spans {choice.totals['spans']:,}, all interleaved "
              f"{choice.totals['interleave']:,} cycles; {choice.seconds:.0f} s)")
+        _choose_line(run, v, path, choice.plan, train, stdin, deadline)
+
+
+def _choose_line(run: OptimizeRun, v: str, path: Path, plan, train: list[str], stdin: Path | None,
+                 deadline: float) -> None:
+    """Where in a cache line the plan's groups' objects start, chosen by the native-time
+    model (planning/group_layout.py, choose_line_by_simulation), when its runs fit in
+    LAYOUT_BUDGET_SHARE of the budget left; else the line's start, as before."""
+    from ..plan_format import write_plan
+    from ..simulate import SimulateError
+    left = deadline - time.monotonic()
+    estimate = LINE_SIM_RUNS * run.stage_s.get("profile", 0.0) * SIM_RUN_PER_PROFILE
+    entry = run.group_layouts[v]
+    if estimate > LAYOUT_BUDGET_SHARE * left:
+        entry["line"] = {"chosen": False, "why": f"the runs would take about {estimate:.0f} s of the "
+                                                 f"{max(0.0, left):.0f} s left"}
+        _say(f"  {v}: line offsets not chosen: {entry['line']['why']}")
+        return
+    try:
+        lines = group_layout.choose_line_by_simulation(plan, train, stdin=stdin,
+                                                        say=lambda m, v=v: _say(f"  {v}: {m}"))
+    except (SimulateError, OSError, KeyError, paths.MissingArtifact) as err:
+        run.notes.append(f"line offsets of {v} not chosen: {err}")
+        entry["line"] = {"chosen": False, "why": str(err)}
+        return
+    write_plan(lines.plan, path)
+    entry["line"] = {"chosen": True, "offset": lines.line, "estimates": {str(k): e for k, e in lines.estimates.items()},
+                     "seconds": round(lines.seconds, 3)}
+    est = ", ".join(f"{k}: {e:,}" for k, e in lines.estimates.items())
+    _say(f"  {v}: objects {lines.line} bytes into their cache lines (--hw estimate by offset: {est} cycles; "
+         f"{lines.seconds:.0f} s)")
 
 
 def _report_child(out: Path, doc: dict, queue) -> None:

@@ -88,6 +88,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="choose-layout: PROG reads FILE on standard input (each simulated run from its start)")
     p.add_argument("--allocator", default="glibc", metavar="NAME|PATH",
                    help="choose-layout: the allocator underneath the plan in the simulated runs (default glibc)")
+    p.add_argument("--line", action="store_true",
+                   help="choose-layout: also choose where in a cache line the groups' objects start (0, 16, 32 or "
+                        "48 bytes), by four more runs with the native-time model (--hw yes); docs/planning.md")
     p.add_argument("--chunk-size", type=int, default=planner.DEFAULT_CHUNK_SIZE, metavar="BYTES",
                    help="chunk size for group chunks (default 1 MiB, HALO)")
     p.add_argument("--max-object-size", type=int, metavar="BYTES",
@@ -126,7 +129,7 @@ def plan_command(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
         return choose_layout_command(Path(args.inputs[1]), Path(args.output), program, args.stdin,
-                                     args.allocator)
+                                     args.allocator, args.line)
     if len(args.inputs) != 1 or not args.output:
         print("heaplayout plan: usage: heaplayout plan [options] PROFILE -o PLAN", file=sys.stderr)
         return 2
@@ -174,7 +177,7 @@ def plan_command(args: argparse.Namespace) -> int:
 
 
 def choose_layout_command(plan_path: Path, out: Path, program: list[str], stdin: Path | None,
-                          allocator: str) -> int:
+                          allocator: str, line: bool = False) -> int:
     """Each group of the plan in the layout under which the simulator charges its pool the
     least, running the program (its training input) once with every group interleaved and
     once with every group in spans (planning/group_layout.py)."""
@@ -189,10 +192,13 @@ def choose_layout_command(plan_path: Path, out: Path, program: list[str], stdin:
             raise ValueError(f"--stdin {stdin}: no such file")
         allocator_library(allocator)  # a clear error now rather than a failed simulation
         program = resolve_program(program)
-        choice = group_layout.choose_by_simulation(
-            plan, program, stdin=stdin, allocator=allocator,
-            say=lambda m: print(f"[plan choose-layout] {m}", file=sys.stderr, flush=True))
-        write_plan(choice.plan, out)
+        say = lambda m: print(f"[plan choose-layout] {m}", file=sys.stderr, flush=True)  # noqa: E731
+        choice = group_layout.choose_by_simulation(plan, program, stdin=stdin, allocator=allocator, say=say)
+        lines = None
+        if line and choice.plan.groups:
+            lines = group_layout.choose_line_by_simulation(choice.plan, program, stdin=stdin, allocator=allocator,
+                                                           say=say)
+        write_plan(lines.plan if lines else choice.plan, out)
     except (OSError, PlanError, ValueError, UnknownAllocator, BenchError, SimulateError, paths.MissingArtifact) as err:
         print(f"heaplayout plan: {err}", file=sys.stderr)
         return 1
@@ -201,6 +207,10 @@ def choose_layout_command(plan_path: Path, out: Path, program: list[str], stdin:
           f"{t['interleave']:,} cycles, in spans {t['spans']:,} ({choice.seconds:.1f} s)")
     for c in choice.costs:
         print(f"  group {c.group}: {c.choice:<10} (its pool: interleaved {c.interleave:,}, spans {c.spans:,} cycles)")
+    if lines is not None:
+        est = ", ".join(f"{k}: {v:,}" for k, v in lines.estimates.items())
+        print(f"  objects {lines.line} bytes into their cache lines (--hw time estimate by offset: {est} cycles; "
+              f"{lines.seconds:.1f} s)")
     return 0
 
 

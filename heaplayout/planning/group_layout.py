@@ -140,3 +140,70 @@ def choose_by_simulation(plan: Plan, program: Sequence[str], stdin: Path | None 
             totals["chosen"] = total_cost(run("chosen", chosen))
     return LayoutChoice(chosen, costs, totals, time.monotonic() - t0)
 
+
+
+# ---- where in a cache line the groups' objects start (a plan's `group ... line N`) ----
+#
+# Which offset suits a structure depends on which of its fields a walk touches and in what
+# order it meets the objects: Olden tsp's 56-byte records in allocation order ran 0.93x
+# glibc's time 32 or 48 bytes into their lines and 1.37x on them, while graphviz's 456-byte
+# node records lost 8% of their L1 and L2 hits off the line (docs/results.md sections 19
+# and 21). The default model counts the same misses at every offset; `--hw yes` sees the
+# prefetches a record's tail into the next line brings in time, and ranks tsp's offsets as
+# the native run does. So the offset is chosen on the whole run's `--hw` time estimate,
+# one offset for every group of the plan (the model's stalls are not attributed to pools).
+LINE_OFFSETS = (0, 16, 32, 48)
+# an offset must cut the --hw estimate by this share to replace the line's start: the
+# model's estimates of one layout agree to 0.1%, but it rated tsp's best offset 0.87x where
+# the native run gave 0.68x, so smaller gains are within its error
+LINE_MIN_GAIN = 0.02
+LINE_HW_MODEL = {"hw": "yes"}
+
+
+def with_line(plan: Plan, line: int) -> Plan:
+    """The plan with every group's objects starting `line` bytes into a cache line."""
+    if line not in LINE_OFFSETS:
+        raise ValueError(f"line offset {line}: expected one of {', '.join(map(str, LINE_OFFSETS))}")
+    return dataclasses.replace(plan, groups=[dataclasses.replace(g, line=line) for g in plan.groups])
+
+
+def pick_line(estimates: dict[int, int], min_gain: float = LINE_MIN_GAIN) -> int:
+    """The offset whose run the model estimated fastest, if it beats the line's start (0) by
+    `min_gain`; else 0."""
+    best = min(sorted(estimates), key=lambda k: estimates[k])
+    return best if 0 in estimates and estimates[best] <= (1 - min_gain) * estimates[0] else 0
+
+
+@dataclass
+class LineChoice:
+    plan: Plan
+    line: int
+    estimates: dict[int, int]  # offset -> the --hw time estimate of the run, cycles
+    seconds: float = 0.0
+
+
+def choose_line_by_simulation(plan: Plan, program: Sequence[str], stdin: Path | None = None,
+                              allocator: str = "glibc", cwd: Path | None = None,
+                              env_base: dict[str, str] | None = None,
+                              say: Callable[[str], None] = lambda s: None,
+                              sim_options: SimOptions | None = None, jobs: int = 2) -> LineChoice:
+    """Simulate `program` (the training input) under the plan with every group at each of
+    LINE_OFFSETS, with the native-time model (`--hw yes`), `jobs` runs at a time, and give
+    the groups the offset of the fastest estimate (pick_line)."""
+    from concurrent.futures import ThreadPoolExecutor
+    t0 = time.monotonic()
+    base = sim_options or SimOptions()
+    with tempfile.TemporaryDirectory(prefix="hl-line.") as tmp:
+        def run(line: int) -> int:
+            path = Path(tmp) / f"line{line}.plan"
+            write_plan(with_line(plan, line), path)
+            opts = dataclasses.replace(base, policy="plan", allocator=allocator, plan=str(path),
+                                       model={**base.model, **LINE_HW_MODEL})
+            say(f"simulating the plan with its objects {line} bytes into their lines (--hw yes)")
+            r = run_simulation(program, opts, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               cwd=cwd, env_base=env_base)
+            return int(r["estimate"])
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            estimates = dict(zip(LINE_OFFSETS, pool.map(run, LINE_OFFSETS)))
+    line = pick_line(estimates)
+    return LineChoice(with_line(plan, line), line, estimates, time.monotonic() - t0)

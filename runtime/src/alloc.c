@@ -83,7 +83,10 @@ static void spans_drop_in(hl_tpool *tp, const hl_chunk *c) {
 static char *span_start(const hl_tpool *tp, const hl_chunk *c, uint8_t cls) {
   uintptr_t bump = (uintptr_t)c->bump;
   if (tp->span_end[cls] == c->bump) return (char *)((bump + 15) & ~(uintptr_t)15);
-  char *b = (char *)((bump + HL_LINE_BYTES - 1) & ~(uintptr_t)(HL_LINE_BYTES - 1));
+  /* a line's start, or line_off bytes into one for a group whose plan says so (the
+   * chunk's data starts there too: chunk.c) */
+  uintptr_t off = tp->line_off;
+  char *b = (char *)(((bump - off + HL_LINE_BYTES - 1) & ~(uintptr_t)(HL_LINE_BYTES - 1)) + off);
   return c->bump == c->data ? b : b + HL_SPAN_GAP_LINES * HL_LINE_BYTES;
 }
 

@@ -73,7 +73,7 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   /* ccmalloc chunks keep cc-blocks aligned to the chunk: no colour */
   uint32_t colors = hl_state.opt.chunk_colors ? hl_state.opt.chunk_colors : 1;
   unsigned color = pool == HL_POOL_CC ? 0 : atomic_fetch_add_explicit(&color_seq, 1, memory_order_relaxed) % colors;
-  c->data = (char *)c + hl_rng.meta_bytes + (size_t)color * HL_COLOR_STEP;
+  c->data = (char *)c + hl_rng.meta_bytes + (size_t)color * HL_COLOR_STEP + hl_pool_line_off(pool);
   c->end = (char *)c + hl_rng.chunk_size;
   c->map_base = (uintptr_t)hl_chunk_sizemap(c) - ((uintptr_t)c >> HL_GRANULE_SHIFT);
   c->accounted = 0;

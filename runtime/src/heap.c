@@ -152,6 +152,7 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
    * `spans` (docs/planning.md, "a group's sizes interleaved or apart") */
   uint16_t group = pool == HL_POOL_CC ? 0 : hl_pool_group(pool);
   tp->interleave = group != 0 && !hl_plan_group_spans(group);
+  tp->line_off = (uint8_t)hl_pool_line_off(pool);
   /* a plan's group takes objects up to the plan's limit; site pools up to theirs */
   tp->max_size = pool == HL_POOL_CC       ? HL_MAX_CLASS_SIZE
                  : hl_pool_group(pool) != 0 ? hl_plan_group_max_size()

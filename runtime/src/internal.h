@@ -287,6 +287,10 @@ typedef struct hl_tpool {
   /* a plan's group: fresh slots of every class are bumped in allocation order in the
    * current chunk, as HALO's group allocator places them, not in per-class spans */
   uint8_t interleave;
+  /* where in a cache line the pool's fresh space starts (a plan's `group ... line N`):
+   * chunks' data and spans start N bytes into a line, so that objects of 64-byte-multiple
+   * classes all sit N bytes into theirs (Olden tsp: docs/results.md section 21) */
+  uint8_t line_off;
   uint32_t max_size;        /* larger requests leave the pool (realloc growth) */
   /* the largest request the site-direct pop may serve from this pool by its class table
    * (fastpath.h): max_size, the global limit and the table's 256 bytes; 0 with statistics */
@@ -842,6 +846,8 @@ uint32_t hl_plan_groups(void);
 uint32_t hl_plan_group_max_size(void);
 int hl_plan_group_packed(uint16_t group); /* the plan packs the group (size_class.c) */
 int hl_plan_group_spans(uint16_t group);  /* the group carves spans per size class (heap.c) */
+unsigned hl_plan_group_line(uint16_t group); /* bytes into a cache line the group's fresh space starts */
+unsigned hl_pool_line_off(uint16_t pool);   /* the same for a pool (0 but for a plan's groups; size_class.c) */
 int hl_plan_pc_skipped(uintptr_t pc);     /* pc lies in a module the plan's walks skip */
 
 /* PreFix (prefix.c, docs/prefix.md): the plan's preallocated region and its slots */

@@ -67,6 +67,7 @@ static struct {
   uint16_t group_pool[HL_MAX_POOLS]; /* group id -> pool id */
   uint8_t group_packed[HL_MAX_POOLS]; /* group id -> packed (size_class.c) */
   uint8_t group_spans[HL_MAX_POOLS];  /* group id -> fresh space per size class (heap.c) */
+  uint8_t group_line[HL_MAX_POOLS];   /* group id -> where in a line its fresh space starts (chunk.c, alloc.c) */
   uint32_t min_align;                 /* 8 or 16 */
   _Atomic(const rule_table *) table;
   _Atomic(uint32_t) npending;         /* plan modules not loaded yet */
@@ -443,6 +444,7 @@ int hl_plan_load(const char *path) {
   plan.ngroups = spec->ngroups;
   memcpy(plan.group_packed, spec->group_packed, spec->ngroups + 1);
   memcpy(plan.group_spans, spec->group_spans, spec->ngroups + 1);
+  memcpy(plan.group_line, spec->group_line, spec->ngroups + 1);
   plan.max_object_size = spec->max_object_size;
   plan.chunk_size = spec->chunk_size;
   plan.min_align = spec->min_align;
@@ -730,3 +732,4 @@ uint32_t hl_plan_groups(void) { return plan.ngroups; }
 uint32_t hl_plan_group_max_size(void) { return (uint32_t)plan.max_object_size; }
 int hl_plan_group_packed(uint16_t group) { return group <= plan.ngroups && plan.group_packed[group]; }
 int hl_plan_group_spans(uint16_t group) { return group <= plan.ngroups && plan.group_spans[group]; }
+unsigned hl_plan_group_line(uint16_t group) { return group <= plan.ngroups ? plan.group_line[group] : 0; }

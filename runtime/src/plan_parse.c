@@ -588,16 +588,26 @@ static int parse_record(parse_state *st, int r, uint32_t line, span rest, const 
       spec->nskips++;
       return 1;
     case R_GROUP: {
-      /* optional flags after the weight, each at most once, in this order: packed, spans */
+      /* optional flags after the weight, each at most once, in this order: packed, spans,
+       * line N */
       unsigned flag = 3;
       int packed = flag < f->count && span_is(f->all[flag], "packed");
       flag += (unsigned)packed;
       int spans = flag < f->count && span_is(f->all[flag], "spans");
       flag += (unsigned)spans;
-      if (f->count < 3 || f->count > 5)
-        return fail(err, line, "group takes 3 fields (and the optional flags 'packed' and 'spans'), got %u", f->count);
+      uint64_t line_off = 0;
+      int has_line = flag + 1 < f->count && span_is(f->all[flag], "line");
+      if (f->count < 3 || f->count > 7)
+        return fail(err, line, "group takes 3 fields (and the optional flags 'packed', 'spans' and 'line N'), got %u",
+                    f->count);
+      if (has_line) {
+        if (!bounded(err, line, "group line", f->all[flag + 1], 16, 48, "must be 16, 32 or 48", &line_off))
+          return 0;
+        if (line_off % 16) return fail(err, line, "group line %s: must be 16, 32 or 48", show(f->all[flag + 1]).text);
+        flag += 2;
+      }
       if (flag != f->count)
-        return fail(err, line, "group: after the weight only 'packed' and then 'spans' may follow");
+        return fail(err, line, "group: after the weight only 'packed', then 'spans', then 'line N' may follow");
       if (!bounded(err, line, "group id", f->all[0], spec->ngroups + 1, spec->ngroups + 1,
                    "group ids must be 1, 2, 3, ... in order", &v))
         return 0;
@@ -609,6 +619,7 @@ static int parse_record(parse_state *st, int r, uint32_t line, span rest, const 
       spec->ngroups++;
       spec->group_packed[spec->ngroups] = (uint8_t)packed;
       spec->group_spans[spec->ngroups] = (uint8_t)spans;
+      spec->group_line[spec->ngroups] = (uint8_t)line_off;
       return 1;
     }
     case R_SELECT:

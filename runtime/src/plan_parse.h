@@ -93,6 +93,7 @@ typedef struct hl_plan_spec {
   char skips[HL_PLAN_MAX_SKIPS][HL_PLAN_MAX_SKIP_NAME + 1];
   uint8_t group_packed[HL_PLAN_MAX_GROUPS + 1]; /* by group id */
   uint8_t group_spans[HL_PLAN_MAX_GROUPS + 1];  /* by group id: fresh space per size class */
+  uint8_t group_line[HL_PLAN_MAX_GROUPS + 1];   /* by group id: bytes into a cache line its fresh space starts (0, 16, 32, 48) */
   /* PreFix: region_bytes 0 when the plan has none */
   uint32_t region_bytes, region_align;
   uint32_t ncounters, nsites, nranges, nslots, nprules;

@@ -48,3 +48,9 @@ const uint8_t *hl_pool_classes(uint16_t pool) {
   if (g == 0) return hl_state.opt.min_align_env ? hl_classes_even : hl_classes_16;
   return hl_plan_group_packed(g) ? hl_classes_packed : hl_classes_even;
 }
+
+unsigned hl_pool_line_off(uint16_t pool) {
+  if (pool < HL_POOL_FIRST_DYNAMIC) return 0;
+  uint16_t g = hl_pool_group(pool);
+  return g ? hl_plan_group_line(g) : 0;
+}

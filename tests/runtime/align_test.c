@@ -10,6 +10,8 @@
  *   align_test pairs N     N 24-byte objects from alloc24 (a plan's group); prints spacing
  *   align_test two N       N rounds of a 32- and a 64-byte object from alloc_sized (one call
  *                          site); prints the spacing of consecutive objects of each size
+ *   align_test offsets N S N objects of S bytes from alloc_sized; prints how many start at
+ *                          each offset of their cache line (a plan's `group ... line N`)
  *   align_test lines N     N rounds of a 200- and a 456-byte object from alloc_sized; prints
  *                          how many of the 456-byte ones (a 512-byte class) do not start on
  *                          a cache line: spans after the 200-byte class's, whose slots end
@@ -150,10 +152,22 @@ static int line_starts(int n) {
   return 0;
 }
 
+static int line_offsets(int n, size_t size) {
+  int at[4] = {0};
+  for (int i = 0; i < n; i++) {
+    unsigned char *p = alloc_sized(size);
+    if ((uintptr_t)p % 16) fault("misaligned", size, p);
+    else at[(uintptr_t)p % 64 / 16]++;
+  }
+  printf("at 0: %d, 16: %d, 32: %d, 48: %d\n", at[0], at[1], at[2], at[3]);
+  return faults != 0;
+}
+
 int main(int argc, char **argv) {
   int n = argc > 2 ? atoi(argv[2]) : 3;
   if (argc > 1 && strcmp(argv[1], "pairs") == 0) return pairs(n);
   if (argc > 1 && strcmp(argv[1], "two") == 0) return two_sizes(n);
   if (argc > 1 && strcmp(argv[1], "lines") == 0) return line_starts(n);
+  if (argc > 1 && strcmp(argv[1], "offsets") == 0) return line_offsets(n, argc > 3 ? (size_t)atoi(argv[3]) : 56);
   return mixed(n);
 }
