@@ -13,6 +13,10 @@
  *   calloc   the ring, its objects allocated with calloc(1, 64)
  *   mixed    4096 live objects from 8 sites, each with its own size (16..256 bytes; one
  *            site asks for a different size every time), a random object replaced per step
+ *   sites    mixed's steps from 32 sites (sizes 16..128 bytes by site): a pool, and so a
+ *            chunk, per site under callsite, more than an 8-way L1 set holds (32, not
+ *            more: their 32-byte functions then span 1 KiB of code, and sites further
+ *            apart share entries of the runtime's direct-mapped site cache)
  *   threads  two threads, each per round allocating 512 objects from 4 sites of mixed
  *            sizes, then (after a barrier) freeing half of its own and half of the other
  *            thread's: half of all frees are remote
@@ -56,6 +60,10 @@ static uint64_t rng_next(uint64_t *s) { /* xorshift64: cheap, fixed sequence */
 SITE(0) SITE(1) SITE(2) SITE(3) SITE(4) SITE(5) SITE(6) SITE(7)
 typedef void *(*site_fn)(size_t);
 static site_fn const sites[8] = {site0, site1, site2, site3, site4, site5, site6, site7};
+#define SITE8(n) SITE(n##0) SITE(n##1) SITE(n##2) SITE(n##3) SITE(n##4) SITE(n##5) SITE(n##6) SITE(n##7)
+SITE8(1) SITE8(2) SITE8(3) SITE8(4)
+#define FN8(n) site##n##0, site##n##1, site##n##2, site##n##3, site##n##4, site##n##5, site##n##6, site##n##7
+static site_fn const many_sites[32] = {FN8(1), FN8(2), FN8(3), FN8(4)};
 static const size_t site_size[8] = {16, 24, 32, 48, 64, 96, 128, 0}; /* 0: 8..256 by the step */
 
 static size_t size_for(unsigned site, uint64_t r) {
@@ -186,6 +194,28 @@ static double shape_mixed(unsigned long long pairs) {
   return t1 - t0;
 }
 
+/* mixed from 32 sites, each with its own size */
+static double shape_sites(unsigned long long pairs) {
+  enum { K = 4096, NSITES = 32 };
+  static uint8_t *live[K];
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (size_t k = 0; k < K; k++) live[k] = many_sites[k & (NSITES - 1)](16 + 8 * ((k & (NSITES - 1)) % 15));
+  uint8_t sink = 0;
+  double t0 = now_ns();
+  for (unsigned long long i = 0; i < pairs; i++) {
+    uint64_t r = rng_next(&s);
+    size_t k = (size_t)(r & (K - 1));
+    unsigned site = (unsigned)(r >> 12) & (NSITES - 1);
+    sink += live[k][0];
+    free(live[k]);
+    live[k] = many_sites[site](16 + 8 * (site % 15));
+  }
+  double t1 = now_ns();
+  for (size_t k = 0; k < K; k++) free(live[k]);
+  sink_all += sink;
+  return t1 - t0;
+}
+
 enum { BATCH = 512 };
 typedef struct worker {
   pthread_t thread;
@@ -243,7 +273,7 @@ static double shape_threads(unsigned long long pairs) {
 
 int main(int argc, char **argv) {
   if (argc != 3) {
-    fprintf(stderr, "usage: %s pair|sizes|grow|ring|mixed|threads PAIRS\n", argv[0]);
+    fprintf(stderr, "usage: %s pair|sizes|grow|ring|realloc|calloc|mixed|sites|threads PAIRS\n", argv[0]);
     return 2;
   }
   unsigned long long pairs = strtoull(argv[2], NULL, 10);
@@ -253,6 +283,7 @@ int main(int argc, char **argv) {
   }
   /* warm-up from every site (the callsite policy pools a site after its first objects) */
   for (unsigned i = 0; i < 2000; i++) free(sites[i & 7](size_for(i & 7, (uint64_t)i << 40)));
+  for (unsigned i = 0; i < 32 * 200; i++) free(many_sites[i & 31](16 + 8 * ((i & 31) % 15)));
   double ns;
   const char *shape = argv[1];
   if (!strcmp(shape, "pair")) ns = shape_pair(pairs);
@@ -262,6 +293,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(shape, "realloc")) ns = shape_ring_via(pairs, realloc_site);
   else if (!strcmp(shape, "calloc")) ns = shape_ring_via(pairs, calloc_site);
   else if (!strcmp(shape, "mixed")) ns = shape_mixed(pairs);
+  else if (!strcmp(shape, "sites")) ns = shape_sites(pairs);
   else if (!strcmp(shape, "threads")) ns = shape_threads(pairs);
   else {
     fprintf(stderr, "malloc_shapes: unknown shape %s\n", shape);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Instructions and ns per malloc/free pair, for every allocation shape of
-build/benchmarks/malloc_shapes (pair, sizes, grow, ring, realloc, calloc, mixed, threads) under each allocator alone and
+build/benchmarks/malloc_shapes (pair, sizes, grow, ring, realloc, calloc, mixed, sites, threads) under each allocator alone and
 our runtime's `off`, `callsite` and a plan on top of glibc and mimalloc.
 
 Instructions are exact: callgrind's total for a run of 2N pairs minus that of a run of N
@@ -16,7 +16,7 @@ shared: compare ratios, not single figures).
 
 The plan is written from the binary's own disassembly (heaplayout.elf): one group holding
 all ten sites (eight malloc sites, the realloc and calloc sites), identified by their return
-addresses.
+addresses, and a group for each of the `sites` shape's 32 sites.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:
 from heaplayout import elf, paths  # noqa: E402
 from heaplayout.runtime_env import RuntimeConfig, allocator_env, runtime_env  # noqa: E402
 
-SHAPES = ["pair", "sizes", "grow", "ring", "realloc", "calloc", "mixed", "threads"]
+SHAPES = ["pair", "sizes", "grow", "ring", "realloc", "calloc", "mixed", "sites", "threads"]
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,13 @@ CONFIGS = [
 def write_plan(binary: Path, out: Path) -> Path:
     ras = [elf.call_return_addresses(binary, f"site{n}", "malloc")[0] for n in range(8)]
     ras += [elf.call_return_addresses(binary, f"{fn}_site", fn)[0] for fn in ("realloc", "calloc")]
+    # the `sites` shape's 32 sites, a group each: a chunk per site, as under callsite
+    many = [elf.call_return_addresses(binary, f"site{t}{u}", "malloc")[0] for t in range(1, 5) for u in range(8)]
     lines = ["heaplayout-plan 1", "strategy halo", "chunk_size 1048576", "max_object_size 4096",
              f"module 0 {elf.build_id(binary)} {binary}", "skip libc.so.6", f"group 1 {len(ras)} 1"]
+    lines += [f"group {g} 1 1" for g in range(2, 2 + len(many))]
     lines += [f"select 1 0:{ra:x}" for ra in ras]
+    lines += [f"select {g} 0:{ra:x}" for g, ra in enumerate(many, start=2)]
     out.write_text("\n".join(lines + ["end"]) + "\n")
     return out
 

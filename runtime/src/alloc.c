@@ -1,6 +1,6 @@
 /* Allocation and free inside pools. The fast path (hl_tpool_alloc) is in internal.h:
  *   1. pop the most recently freed slot of the size class from the allocation list, which
- *      holds the free slots of one chunk (tp->from[cls]), else
+ *      holds the free slots of one chunk (tp->head[cls].from), else
  *   2. when no other chunk of the pool is queued with free slots of the class, bump the
  *      class's span of fresh space (a plan's group: the current chunk), writing the class
  *      into the chunk's size map; else
@@ -43,7 +43,7 @@ static void chunks_unlink(hl_tpool *tp, hl_chunk *c) {
  * queued for (internal.h, bump_in). */
 static void set_cur(hl_tpool *tp, hl_chunk *c) {
   tp->cur = c;
-  for (size_t cls = 0; cls < HL_NCLASSES; cls++) tp->bump_in[cls] = tp->queue[cls] ? NULL : c;
+  for (size_t cls = 0; cls < HL_NCLASSES; cls++) tp->head[cls].bump_in = tp->head[cls].queue ? NULL : c;
 }
 
 static void chunks_push(hl_tpool *tp, hl_chunk *c) {
@@ -113,17 +113,17 @@ static int span_carve(hl_tpool *tp, hl_chunk *c, uint8_t cls) {
 static void chunk_drop_lists(hl_tpool *tp, hl_chunk *c) {
   spans_drop_in(tp, c);
   for (size_t cls = 1; cls < HL_NCLASSES; cls++) {
-    if (tp->from[cls] == c) {
-      tp->free[cls] = NULL;
-      tp->from[cls] = NULL;
+    if (tp->head[cls].from == c) {
+      tp->head[cls].free = NULL;
+      tp->head[cls].from = NULL;
     }
     if (c->free[cls] != NULL) {
       hl_chunk_dequeue(tp, c, cls);
       c->free[cls] = NULL;
     }
 #ifdef HL_DEBUG
-    for (hl_chunk *q = tp->queue[cls]; q; q = q->q[cls].next)
-      hl_assert(q != c && q != tp->from[cls] && q->free[cls] != NULL && q->in_use &&
+    for (hl_chunk *q = tp->head[cls].queue; q; q = q->q[cls].next)
+      hl_assert(q != c && q != tp->head[cls].from && q->free[cls] != NULL && q->in_use &&
                 atomic_load_explicit(&q->owner, memory_order_relaxed) == tp);
 #endif
   }
@@ -141,7 +141,7 @@ static void chunk_drop_lists(hl_tpool *tp, hl_chunk *c) {
 
 /* Account for the chunk's bump extent in the pool's resident total (sampled for peak). */
 static void account_extent(hl_chunk *c) {
-  size_t extent = (size_t)(c->bump - (char *)c);
+  size_t extent = (size_t)((uintptr_t)c->bump - hl_chunk_base(c));
   if (extent != c->accounted) {
     hl_pool_resident_add(c->pool, (long)extent - (long)c->accounted);
     c->accounted = extent;
@@ -166,7 +166,7 @@ static void drop_all(hl_tpool *tp) {
   }
   tp->multi = 0;
 #ifdef HL_DEBUG
-  for (size_t cls = 0; cls < HL_NCLASSES; cls++) hl_assert(!tp->free[cls] && !tp->from[cls] && !tp->queue[cls]);
+  for (size_t cls = 0; cls < HL_NCLASSES; cls++) hl_assert(!tp->head[cls].free && !tp->head[cls].from && !tp->head[cls].queue);
 #endif
 }
 
@@ -224,7 +224,7 @@ void hl_free_slot_counted(hl_tpool *tp, hl_chunk *c, void *p, size_t cls, int si
 }
 
 /* The lists of site cache entries without a direct list (internal.h). */
-hl_free_slot *hl_empty_lists[2][4 * HL_NCLASSES];
+hl_class_head hl_empty_lists[2];
 
 /* Take what other threads freed into c (onto its own lists, or the allocation list).
  * Returns 1 when c became empty (not released). */
@@ -273,7 +273,7 @@ static void adopt(hl_tpool *tp, hl_chunk *c) {
   hl_chunk_set_owner(c, tp, memory_order_release);
   uint8_t *map = hl_chunk_sizemap(c), e;
 #ifdef HL_DEBUG
-  for (size_t k = 0; k < HL_NCLASSES; k++) hl_assert(c->free[k] == NULL && tp->from[k] != c);
+  for (size_t k = 0; k < HL_NCLASSES; k++) hl_assert(c->free[k] == NULL && tp->head[k].from != c);
 #endif
   FOR_EACH_OBJECT(c, map, pos, e) {
     uint8_t cls = e & ~HL_SIZEMAP_FREE;
@@ -302,12 +302,12 @@ void hl_tpool_retire(hl_tpool *tp) {
     chunks_push(tp, tp->cur);
     tp->cur = NULL;
   }
-  memset(tp->bump_in, 0, sizeof tp->bump_in);
+  for (size_t cls = 0; cls < HL_NCLASSES; cls++) tp->head[cls].bump_in = NULL;
   for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
-    if (tp->free[cls] && tp->from[cls]->live > 0) mark_list(tp->from[cls], tp->free[cls]);
-    tp->free[cls] = NULL;
-    tp->from[cls] = NULL;
-    tp->queue[cls] = NULL;
+    if (tp->head[cls].free && tp->head[cls].from->live > 0) mark_list(tp->head[cls].from, tp->head[cls].free);
+    tp->head[cls].free = NULL;
+    tp->head[cls].from = NULL;
+    tp->head[cls].queue = NULL;
   }
   for (hl_chunk *c = tp->others; c; c = c->next) {
     for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
@@ -338,18 +338,18 @@ static int has_room(const hl_tpool *tp, hl_chunk *c, uint8_t cls) {
 /* The allocation list for cls ran dry (or no slot of the pool and no bump room was seen):
  * a queued chunk's list, frees from other threads, fresh space. */
 void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
-  if (tp->queue[cls] != NULL && tp->free[cls] == NULL) {
+  if (tp->head[cls].queue != NULL && tp->head[cls].free == NULL) {
     hl_tpool_refill(tp, cls);
     return hl_tpool_alloc(tp, size);
   }
   /* a new span from the current chunk; the passes below (every chunk's remote list) run
    * when the current chunk is full, as before spans: once per span, with spans of one
    * slot, they cost lua5.4 (corpus) 1.1G more instructions and 3.3x the D1 misses */
-  if (!tp->interleave && tp->free[cls] == NULL && span_carve(tp, tp->cur, cls)) return hl_tpool_alloc(tp, size);
+  if (!tp->interleave && tp->head[cls].free == NULL && span_carve(tp, tp->cur, cls)) return hl_tpool_alloc(tp, size);
   /* frees from other threads may have refilled the lists */
   hl_tpool_collect_all(tp);
-  if (tp->free[cls] == NULL && tp->queue[cls] != NULL) hl_tpool_refill(tp, cls);
-  if (tp->free[cls] != NULL || (tp->interleave ? tp->cur && has_room(tp, tp->cur, cls) : span_carve(tp, tp->cur, cls)))
+  if (tp->head[cls].free == NULL && tp->head[cls].queue != NULL) hl_tpool_refill(tp, cls);
+  if (tp->head[cls].free != NULL || (tp->interleave ? tp->cur && has_room(tp, tp->cur, cls) : span_carve(tp, tp->cur, cls)))
     return hl_tpool_alloc(tp, size);
   /* fresh space: a chunk of ours with room (one left by an aligned request), a chunk
    * abandoned by an exited thread, or a new one */
@@ -363,8 +363,8 @@ void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
     adopt(tp, c);
     /* its first free slot of cls may have become the allocation list itself (hl_slot_push),
      * the others queue the chunk; a full adopted chunk must not be passed over for that */
-    if (tp->free[cls] != NULL || tp->queue[cls] != NULL) {
-      if (tp->free[cls] == NULL) hl_tpool_refill(tp, cls);
+    if (tp->head[cls].free != NULL || tp->head[cls].queue != NULL) {
+      if (tp->head[cls].free == NULL) hl_tpool_refill(tp, cls);
       return hl_tpool_alloc(tp, size);
     }
     if (c->in_use && c->owner == tp && has_room(tp, c, cls)) chunks_unlink(tp, c);
@@ -372,7 +372,7 @@ void *hl_tpool_alloc_slow(hl_tpool *tp, uint8_t cls, size_t size) {
   }
   if (c == NULL && (c = hl_chunk_acquire(tp->pool)) == NULL) return NULL; /* range exhausted: forward */
   hl_tpool_make_current(tp, c);
-  if (!tp->interleave && tp->queue[cls] == NULL && !span_carve(tp, c, cls)) return NULL; /* a fresh chunk has room */
+  if (!tp->interleave && tp->head[cls].queue == NULL && !span_carve(tp, c, cls)) return NULL; /* a fresh chunk has room */
   return hl_tpool_alloc(tp, size);
 }
 
@@ -491,8 +491,5 @@ void hl_tpool_destroy(hl_tpool *tp) {
   tp->multi = 0;
   if (tp->cur) hl_chunk_release(tp->cur);
   tp->cur = NULL;
-  memset(tp->free, 0, sizeof tp->free);
-  memset(tp->from, 0, sizeof tp->from);
-  memset(tp->queue, 0, sizeof tp->queue);
-  memset(tp->bump_in, 0, sizeof tp->bump_in);
+  memset(tp->head, 0, sizeof tp->head);
 }

@@ -13,7 +13,7 @@
 
 static void *block_place(hl_tpool *tp, hl_chunk *c, uint32_t block, uint8_t cls, size_t size) {
   uint32_t bsize = hl_rng.cc_block;
-  char *start = (char *)c + (size_t)block * bsize;
+  char *start = (char *)hl_chunk_base(c) + (size_t)block * bsize; /* blocks from the chunk's start */
   if (start < c->data || start >= c->bump) return NULL; /* not a block handed out yet */
   uint8_t *fill = &hl_chunk_ccfill(c)[block];
   size_t used = (size_t)*fill << HL_GRANULE_SHIFT, need = hl_class_size[cls];
@@ -33,7 +33,7 @@ static void *near_place(hl_tpool *tp, const void *near, uint8_t cls, size_t size
   hl_chunk *c = hl_chunk_of(near);
   if (c->pool != HL_POOL_CC || atomic_load_explicit(&c->owner, memory_order_relaxed) != tp) return NULL;
   uint32_t bsize = hl_rng.cc_block;
-  uint32_t block = (uint32_t)(((uintptr_t)near - (uintptr_t)c) / bsize);
+  uint32_t block = (uint32_t)(((uintptr_t)near - hl_chunk_base(c)) / bsize);
   void *p = block_place(tp, c, block, cls, size);
   if (p) return p;
   uint32_t per_page = 4096 / bsize, first = block - block % per_page;
@@ -49,7 +49,7 @@ static void *fresh_block(hl_tpool *tp, uint8_t cls, size_t size) {
   for (int attempt = 0; attempt < 2; attempt++) {
     hl_chunk *c = tp->cur;
     if (c && (size_t)(c->end - c->bump) >= bsize) {
-      uint32_t block = (uint32_t)(((uintptr_t)c->bump - (uintptr_t)c) / bsize);
+      uint32_t block = (uint32_t)(((uintptr_t)c->bump - hl_chunk_base(c)) / bsize);
       c->bump += bsize;
       c->cc_open = block;
       return block_place(tp, c, block, cls, size);
@@ -75,9 +75,9 @@ HL_EXPORT void *ccmalloc(size_t size, const void *near) {
   void *p = near ? near_place(tp, near, cls, size) : NULL;
   hl_chunk *c = tp->cur;
   if (p == NULL && c && c->cc_open != UINT32_MAX) p = block_place(tp, c, c->cc_open, cls, size);
-  if (p == NULL && tp->free[cls] == NULL && tp->queue[cls] != NULL) hl_tpool_refill(tp, cls);
-  if (p == NULL && tp->free[cls]) { /* a freed slot, wherever it is */
-    hl_free_slot *s = tp->free[cls];
+  if (p == NULL && tp->head[cls].free == NULL && tp->head[cls].queue != NULL) hl_tpool_refill(tp, cls);
+  if (p == NULL && tp->head[cls].free) { /* a freed slot, wherever it is */
+    hl_free_slot *s = tp->head[cls].free;
     hl_slot_take(tp, cls, s, hl_chunk_of(s));
     p = s;
     hl_chunk_of(p)->live++;

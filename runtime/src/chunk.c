@@ -39,16 +39,23 @@ static size_t page_size(void) {
 
 int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block) {
   range_size = (range_size + chunk_size - 1) & ~(chunk_size - 1);
-  size_t span = range_size + chunk_size;
+  /* aligned past the header colour's bits too, so that a chunk's colour is its number's
+   * (hl_chunk_at), the same on every run whatever address the range gets */
+  size_t align = (size_t)HL_HEADER_COLORS << HL_HEADER_COLOR_BIT;
+  if (align < chunk_size) align = chunk_size;
+  size_t span = range_size + align;
   char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (raw == MAP_FAILED) return 0;
-  uintptr_t base = ((uintptr_t)raw + chunk_size - 1) & ~(uintptr_t)(chunk_size - 1);
+  uintptr_t base = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
   size_t head = base - (uintptr_t)raw, tail = span - head - range_size;
   if (head) munmap(raw, head);
   if (tail) munmap((char *)base + range_size, tail);
 
   size_t ps = page_size();
-  size_t meta = sizeof(hl_chunk) + (chunk_size >> HL_GRANULE_SHIFT) + chunk_size / cc_block;
+  /* from the start of the header's page (hl_chunk_at: the header lies up to 15 x 128 bytes
+   * into it): the header, the size map, the cc fill */
+  size_t meta = (HL_HEADER_COLORS - 1) * (HL_HEADER_COLOR_STEP % 4096) + sizeof(hl_chunk) +
+                (chunk_size >> HL_GRANULE_SHIFT) + chunk_size / cc_block;
   hl_rng.meta_bytes = (meta + ps - 1) & ~(ps - 1);
   hl_rng.chunk_size = chunk_size;
   hl_rng.chunk_mask = ~(uintptr_t)(chunk_size - 1);
@@ -73,8 +80,11 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   /* ccmalloc chunks keep cc-blocks aligned to the chunk: no colour */
   uint32_t colors = hl_state.opt.chunk_colors ? hl_state.opt.chunk_colors : 1;
   unsigned color = pool == HL_POOL_CC ? 0 : atomic_fetch_add_explicit(&color_seq, 1, memory_order_relaxed) % colors;
-  c->data = (char *)c + hl_rng.meta_bytes + (size_t)color * HL_COLOR_STEP + hl_pool_line_off(pool);
-  c->end = (char *)c + hl_rng.chunk_size;
+  /* the objects after the metadata, from the header's page: their pages move with the
+   * header's colour, their line positions do not (those are the chunk colour's) */
+  char *page = (char *)((uintptr_t)c & ~(uintptr_t)4095);
+  c->data = page + hl_rng.meta_bytes + (size_t)color * HL_COLOR_STEP + hl_pool_line_off(pool);
+  c->end = (char *)hl_chunk_base(c) + hl_rng.chunk_size;
   c->map_base = (uintptr_t)hl_chunk_sizemap(c) - ((uintptr_t)c >> HL_GRANULE_SHIFT);
   c->accounted = 0;
   atomic_store_explicit(&c->remote, NULL, memory_order_relaxed);
@@ -101,7 +111,7 @@ hl_chunk *hl_chunk_acquire(uint16_t pool) {
     c = returned_list;
     returned_list = c->next;
   } else if (fresh_next < hl_rng.base + hl_rng.size) {
-    c = (hl_chunk *)fresh_next;
+    c = hl_chunk_at(fresh_next);
     fresh_next += hl_rng.chunk_size;
   }
   unlock();
@@ -128,9 +138,11 @@ void hl_chunk_release(hl_chunk *c) {
   }
   unlock();
   if (keep) return;
-  /* keep the header page so the chunk can wait in a list */
+  /* keep the header's page so the chunk can wait in a list (the pages before it were never
+   * touched) */
   size_t ps = page_size();
-  madvise((char *)c + ps, hl_rng.chunk_size - ps, MADV_DONTNEED);
+  uintptr_t after = ((uintptr_t)c & ~(uintptr_t)(ps - 1)) + ps;
+  madvise((void *)after, hl_chunk_base(c) + hl_rng.chunk_size - after, MADV_DONTNEED);
   lock();
   c->next = returned_list;
   returned_list = c;
@@ -158,7 +170,7 @@ hl_chunk *hl_chunk_adopt(uint16_t pool) {
 
 void hl_chunk_for_each(void (*fn)(hl_chunk *c, void *arg), void *arg) {
   for (uintptr_t a = hl_rng.base; a < fresh_next; a += hl_rng.chunk_size) {
-    hl_chunk *c = (hl_chunk *)a;
+    hl_chunk *c = hl_chunk_at(a);
     if (c->magic == HL_CHUNK_MAGIC && c->in_use) fn(c, arg);
   }
 }

@@ -103,18 +103,19 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, 
  * decides. */
 static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_site_cache_entry *e,
                                                                       hl_free_slot **list) {
-  /* tp->bump_in[cls]: cur, unless a chunk is queued for cls; NULL in the always-empty lists
-   * (hl_no_slot, hl_forward_slot), whose entries' tp may be NULL. Addressed from the list
-   * (through tp and cls, GCC spent 2 instructions more on every bump). */
-  hl_chunk *c = *(hl_chunk *const *)(list + 3 * HL_NCLASSES);
+  /* the class's bump_in: cur, unless a chunk is queued for cls; NULL in the always-empty
+   * lists (hl_no_slot, hl_forward_slot), whose entries' tp may be NULL. Addressed from the
+   * list (through tp and cls, GCC spent 2 instructions more on every bump). */
+  const hl_class_head *h = (const hl_class_head *)list;
+  hl_chunk *c = h->bump_in;
   hl_tpool *tp = e->tp;
   if (HL_UNLIKELY(c == NULL)) {
     /* a queued chunk's slots before fresh space (else they would never be reused): its
      * list becomes the allocation list, as on the slow path, without the full path's
      * ~100 instructions each time a chunk's slots run out. No chunk queued: no chunk
      * yet, or an always-empty list. */
-    if (*(hl_chunk *const *)(list + 2 * HL_NCLASSES) == NULL) return NULL;
-    size_t cls = (size_t)(list - tp->free);
+    if (h->queue == NULL) return NULL;
+    size_t cls = (size_t)(h - tp->head);
     hl_tpool_refill(tp, cls);
     hl_free_slot *obj = *list;
     hl_chunk *oc = hl_chunk_of(obj);
@@ -124,8 +125,8 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
     return obj;
   }
   hl_assert(tp != NULL && tp != HL_TP_WALK && !tp->counting);
-  size_t cls = (size_t)(list - tp->free);
-  hl_assert(c == (tp->queue[cls] ? NULL : tp->cur));
+  size_t cls = (size_t)(h - tp->head);
+  hl_assert(c == (tp->head[cls].queue ? NULL : tp->cur));
   if (HL_UNLIKELY(tp->interleave)) return hl_tpool_bump_interleaved(tp, c, (uint8_t)cls, 0);
   /* the class's span (alloc.c, span_carve); empty or used up: the slow path carves one */
   char *b = tp->span_bump[cls];
@@ -164,7 +165,7 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
     const hl_tpool *tp = e->tp;
     if (size > tp->direct_max) /* as hl_alloc_try decides (the full path cost ~20 more) */
       return size > tp->max_size || size > hl_state.opt.max_size ? HL_FORWARD : NULL;
-    list = (hl_free_slot **)&tp->free[tp->classes[(size + 7) >> 3]];
+    list = (hl_free_slot **)&tp->head[tp->classes[(size + 7) >> 3]].free;
   }
   hl_free_slot *obj;
 #if defined(__x86_64__)
@@ -174,10 +175,12 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   obj = *list;
 #endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
-  hl_chunk *c = hl_chunk_of(obj);
   /* the allocation list holds slots of its allocating chunk only, one in use by this pool
-   * (a released chunk's slots left every list: alloc.c, chunk_drop_lists) */
-  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && (void *)c == (void *)list[HL_NCLASSES] && c->free[list - e->tp->free] == NULL);
+   * (a released chunk's slots left every list: alloc.c, chunk_drop_lists), and that chunk
+   * is the class record's, next to the list */
+  hl_chunk *c = ((const hl_class_head *)list)->from;
+  hl_assert(c == hl_chunk_of(obj));
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && c->free[(const hl_class_head *)list - e->tp->head] == NULL);
   hl_assert(atomic_load_explicit(&c->owner, memory_order_relaxed) == e->tp);
   *list = obj->next;
   hl_slot_unmark(c, obj); /* the double-free mark (a sized delete's slot has none: no change) */
@@ -197,7 +200,7 @@ static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size
   if (tp != NULL && tp != HL_TP_WALK && size <= tp->max_size && size <= hl_state.opt.max_size &&
       size <= HL_MAX_CLASS_SIZE && !tp->counting) {
     e->size = size;
-    e->list = &tp->free[hl_size_class_in(tp->classes, size)];
+    e->list = &tp->head[hl_size_class_in(tp->classes, size)].free;
   } else if (tp == NULL && !hl_counting()) {
     e->size = SIZE_MAX; /* every request misses the size first and finds hl_forward_slot */
     e->list = &hl_forward_slot;

@@ -11,11 +11,11 @@
  *   16-aligned, or 8-aligned for sizes that are odd multiples of 8 when the minimum
  *   alignment is 8 (size_class.c). Free lists are sharded by chunk (mimalloc's "free list
  *   sharding"): a freed slot goes to the front of its chunk's list for its class, and the
- *   thread-pool allocates from one chunk's list per class at a time (tp->free[cls], the
- *   slots of chunk tp->from[cls]; a free into that chunk goes there directly, so the most
+ *   thread-pool allocates from one chunk's list per class at a time (tp->head[cls].free, the
+ *   slots of chunk tp->head[cls].from; a free into that chunk goes there directly, so the most
  *   recently freed slot is still reused first, as glibc's and jemalloc's caches do: a list
  *   cell freed and reallocated lands where it was). When it runs dry, the next chunk queued
- *   for the class (tp->queue[cls]) hands over its list whole; fresh space is bumped only
+ *   for the class (tp->head[cls].queue) hands over its list whole; fresh space is bumped only
  *   when no chunk is queued. A chunk whose live count drops to zero is released at once:
  *   it drops its own lists and, where it is the allocating chunk, the pool's, and leaves
  *   the queues, touching no slot (O(classes)).
@@ -185,8 +185,8 @@ typedef struct hl_chunk {
   uint32_t cc_open;                   /* ccmalloc: index of the block filled last */
   _Atomic(void *) remote;             /* objects freed by other threads */
   /* the second line: per class, 1 when this chunk is the owner's allocating chunk for the
-   * class (tp->from[cls]), so that its frees of the class go to tp->free[cls]. A line of
-   * its own, next to the first: comparing the chunk with tp->from[cls] read another line of
+   * class (tp->head[cls].from), so that its frees of the class go to tp->head[cls].free. A line of
+   * its own, next to the first: comparing the chunk with tp->head[cls].from read another line of
    * the thread-pool on every free (gawk: 214K of its 9.5M D1 read misses), and a bit mask
    * took 2 instructions more on every free than this byte's compare */
   _Alignas(64) uint8_t allocating[64];
@@ -202,6 +202,9 @@ typedef struct hl_chunk {
   struct { struct hl_chunk *next, *prev; } q[HL_NCLASSES];
 } hl_chunk;
 _Static_assert(HL_NCLASSES <= 64, "hl_chunk.allocating has a byte per class");
+/* a released chunk keeps its header's page only (chunk.c): the header must lie in one page */
+_Static_assert((HL_HEADER_COLORS - 1) * (HL_HEADER_COLOR_STEP % 4096) + sizeof(hl_chunk) <= 4096,
+               "a coloured chunk header stays in one page");
 
 
 typedef struct hl_range {
@@ -218,8 +221,24 @@ extern hl_range hl_rng; /* read on every free: keep it small and together */
 static inline int hl_is_ours(const void *p) {
   return (uintptr_t)p - hl_rng.base < hl_rng.size;
 }
+/* The header of the chunk at chunk-aligned address base: its colour's offset in (tunables.h,
+ * HL_HEADER_COLORS). The size map follows the header, so it moves with it. */
+static inline hl_chunk *hl_chunk_at(uintptr_t base) {
+  uintptr_t color = (base >> HL_HEADER_COLOR_BIT) & (HL_HEADER_COLORS - 1);
+#if defined(__x86_64__)
+  /* one multiply: GCC made it four shifts and adds (free and malloc paid 3 more each) */
+  __asm__("imulq %1, %0, %0" : "+r"(color) : "i"(HL_HEADER_COLOR_STEP));
+#else
+  color *= HL_HEADER_COLOR_STEP;
+#endif
+  return (hl_chunk *)(base + color);
+}
 static inline hl_chunk *hl_chunk_of(const void *p) {
-  return (hl_chunk *)((uintptr_t)p & hl_rng.chunk_mask);
+  return hl_chunk_at((uintptr_t)p & hl_rng.chunk_mask);
+}
+/* the chunk's first byte (its header may start later: hl_chunk_at) */
+static inline uintptr_t hl_chunk_base(const hl_chunk *c) {
+  return (uintptr_t)c & hl_rng.chunk_mask;
 }
 static inline uint8_t *hl_chunk_sizemap(hl_chunk *c) {
   return (uint8_t *)c + sizeof(hl_chunk);
@@ -252,20 +271,28 @@ void hl_chunk_unlock_all(void);              /* fork: parent and child */
 struct hl_heap;
 
 /* The state of one pool in one thread (or of one explicit pool.h pool). */
+/* A thread-pool's state for one size class, in one 32-byte record, so that the site-direct
+ * pop (which holds &free) finds the chunk in the same line as the list, and the bump its
+ * chunk and queue there too. As four arrays, the pop computed the chunk from the slot's
+ * address (7 instructions with the header's colour) or read another line of the pool for
+ * it (gawk's training run: +390K D1 misses). */
+typedef struct hl_class_head {
+  /* the allocation list: free slots of chunk `from` only, most recently freed first.
+   * from's own list for the class stays empty; its frees come here. */
+  struct hl_free_slot *free;
+  struct hl_chunk *from;
+  /* the chunks (not from) whose own list for the class is not empty, most recently queued
+   * first: the allocation list takes the next one's list whole when it runs dry, before any
+   * fresh space is bumped (else their slots would never be reused) */
+  struct hl_chunk *queue;
+  /* the chunk fresh space is bumped in: cur while no chunk is queued for the class, else
+   * NULL. The bump then tests one pointer, as it tested cur before sharding (a separate test
+   * of the queue cost 3 instructions on every bump: treeadd +2%) */
+  struct hl_chunk *bump_in;
+} hl_class_head;
+
 typedef struct hl_tpool {
-  /* The allocation list per class: free slots of chunk from[cls] only, most recently freed
-   * first (the site-direct pop holds &free[cls]). from[cls]'s own list for the class stays
-   * empty; its frees come here. */
-  hl_free_slot *free[HL_NCLASSES];
-  hl_chunk *from[HL_NCLASSES];
-  /* per class, the chunks (not from[cls]) whose own list for the class is not empty, most
-   * recently queued first: the allocation list takes the next one's list whole when it runs
-   * dry, before any fresh space is bumped (else their slots would never be reused) */
-  hl_chunk *queue[HL_NCLASSES];
-  /* per class, the chunk fresh space is bumped in: cur while no chunk is queued for the
-   * class, else NULL. The bump then tests one pointer, as it tested cur before sharding
-   * (a separate test of the queue cost 3 instructions on every bump: treeadd +2%) */
-  hl_chunk *bump_in[HL_NCLASSES];
+  hl_class_head head[HL_NCLASSES]; /* per class: the lists and chunks above */
   /* Fresh space of each class but in a plan's group: a span carved from a chunk's bump
    * region (alloc.c, span_carve), bumped one slot at a time while no chunk is queued for
    * the class (bump_in); empty (NULL, NULL) until the class's first slot and after the
@@ -303,12 +330,8 @@ typedef struct hl_tpool {
   uint64_t allocs, frees, bytes_requested, freed_slot_bytes, slot_bytes;
   struct hl_tpool *next_in_heap; /* the heap's thread-pools, for thread exit */
 } hl_tpool;
-/* the pop's debug check finds from[cls] from &free[cls] (fastpath.h) */
-_Static_assert(offsetof(hl_tpool, from) == offsetof(hl_tpool, free) + sizeof(hl_free_slot *) * HL_NCLASSES,
-               "from[] follows free[]");
-/* and the site-direct bump finds bump_in[cls] from it */
-_Static_assert(offsetof(hl_tpool, bump_in) == offsetof(hl_tpool, free) + sizeof(hl_free_slot *) * 3 * HL_NCLASSES,
-               "bump_in[] is three arrays after free[]");
+/* the site-direct pop and bump find a class's record from &head[cls].free (fastpath.h) */
+_Static_assert(offsetof(hl_class_head, free) == 0 && sizeof(hl_class_head) == 32, "a class's record starts with its list");
 
 /* A thread's heap: its thread-pools and its caches (defined with the cache types below). */
 typedef struct hl_heap hl_heap;
@@ -380,51 +403,51 @@ static inline __attribute__((always_inline)) void hl_slot_unmark(hl_chunk *c, co
 /* Takes s, the head of tp's list for cls (in chunk c), off the list: it is live again. */
 static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uint8_t cls, hl_free_slot *s, hl_chunk *c) {
   hl_assert((*hl_sizemap_entry(c, s) & ~HL_SIZEMAP_FREE) == cls);
-  hl_assert(c == tp->from[cls] && c->in_use && c->free[cls] == NULL);
-  tp->free[cls] = s->next;
+  hl_assert(c == tp->head[cls].from && c->in_use && c->free[cls] == NULL);
+  tp->head[cls].free = s->next;
   hl_slot_unmark(c, s);
 }
 
 /* c (not NULL, its own list for cls empty) becomes the allocating chunk for cls. */
 static inline void hl_chunk_set_allocating(hl_tpool *tp, size_t cls, hl_chunk *c) {
-  hl_chunk *old = tp->from[cls];
-  hl_assert(c->free[cls] == NULL && tp->free[cls] == NULL);
+  hl_chunk *old = tp->head[cls].from;
+  hl_assert(c->free[cls] == NULL && tp->head[cls].free == NULL);
   if (old) old->allocating[cls] = 0;
   c->allocating[cls] = 1;
-  tp->from[cls] = c;
+  tp->head[cls].from = c;
 }
 
 /* c's list for cls became non-empty: c joins the class's queue (at the front). */
 static inline __attribute__((always_inline)) void hl_chunk_enqueue(hl_tpool *tp, hl_chunk *c, size_t cls) {
-  hl_assert(c != tp->from[cls] && c->free[cls] != NULL);
-  hl_chunk *q = tp->queue[cls];
+  hl_assert(c != tp->head[cls].from && c->free[cls] != NULL);
+  hl_chunk *q = tp->head[cls].queue;
   c->q[cls].next = q;
   c->q[cls].prev = NULL;
   if (q) q->q[cls].prev = c;
-  else tp->bump_in[cls] = NULL;
-  tp->queue[cls] = c;
+  else tp->head[cls].bump_in = NULL;
+  tp->head[cls].queue = c;
 }
 
 static inline void hl_chunk_dequeue(hl_tpool *tp, hl_chunk *c, size_t cls) {
   hl_chunk *n = c->q[cls].next, *p = c->q[cls].prev;
   if (p) p->q[cls].next = n;
-  else if ((tp->queue[cls] = n) == NULL) tp->bump_in[cls] = tp->cur;
+  else if ((tp->head[cls].queue = n) == NULL) tp->head[cls].bump_in = tp->cur;
   if (n) n->q[cls].prev = p;
 }
 
 /* The allocation list for cls ran dry and a chunk is queued: the first one's list becomes
  * the allocation list, and that chunk the allocating one. */
 static inline __attribute__((always_inline)) void hl_tpool_refill(hl_tpool *tp, size_t cls) {
-  hl_chunk *q = tp->queue[cls], *n = q->q[cls].next;
-  hl_assert(tp->free[cls] == NULL && q->free[cls] != NULL && q->q[cls].prev == NULL);
+  hl_chunk *q = tp->head[cls].queue, *n = q->q[cls].next;
+  hl_assert(tp->head[cls].free == NULL && q->free[cls] != NULL && q->q[cls].prev == NULL);
   hl_assert(atomic_load_explicit(&q->owner, memory_order_relaxed) == tp && q->in_use);
-  tp->queue[cls] = n;
+  tp->head[cls].queue = n;
   if (n) n->q[cls].prev = NULL;
-  else tp->bump_in[cls] = tp->cur;
+  else tp->head[cls].bump_in = tp->cur;
   hl_free_slot *list = q->free[cls];
   q->free[cls] = NULL;
   hl_chunk_set_allocating(tp, cls, q);
-  tp->free[cls] = list;
+  tp->head[cls].free = list;
 }
 
 /* Pushes the free slot p (in chunk c, of class cls) onto the list it belongs to: the
@@ -434,17 +457,17 @@ static inline __attribute__((always_inline)) void hl_tpool_refill(hl_tpool *tp, 
 static inline __attribute__((always_inline)) int hl_slot_push(hl_tpool *tp, hl_chunk *c, size_t cls, void *p,
                                                              int sized) {
   hl_free_slot *s = p;
-  hl_assert(!c->allocating[cls] == (c != tp->from[cls]));
+  hl_assert(!c->allocating[cls] == (c != tp->head[cls].from));
   if (HL_LIKELY(c->allocating[cls])) {
-    hl_free_slot *head = tp->free[cls];
+    hl_free_slot *head = tp->head[cls].free;
     if (sized && HL_UNLIKELY(head == s)) return 0;
     s->next = head;
-    tp->free[cls] = s;
+    tp->head[cls].free = s;
   } else {
     hl_free_slot *head = c->free[cls];
     if (sized && HL_UNLIKELY(head == s)) return 0;
     if (HL_UNLIKELY(head == NULL)) {
-      if (tp->free[cls] == NULL) {
+      if (tp->head[cls].free == NULL) {
         /* the allocation list is dry and c has no list: c becomes the allocating chunk, so
          * that the next allocation takes this slot without a queue and a refill. This is
          * also how a chunk that bumped becomes the allocating one (a back-to-back pair's
@@ -452,7 +475,7 @@ static inline __attribute__((always_inline)) int hl_slot_push(hl_tpool *tp, hl_c
          * write from[cls] (one store on every bump) */
         hl_chunk_set_allocating(tp, cls, c);
         s->next = NULL;
-        tp->free[cls] = s;
+        tp->head[cls].free = s;
         return 1;
       }
       s->next = NULL;
@@ -495,7 +518,7 @@ static inline __attribute__((always_inline)) void *hl_tpool_bump_interleaved(hl_
  * calls nothing, so the entry points that inline it need no saved registers. */
 static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *tp, size_t size) {
   uint8_t cls = hl_size_class_in(tp->classes, size);
-  hl_free_slot *obj = tp->free[cls];
+  hl_free_slot *obj = tp->head[cls].free;
   if (obj != NULL) {
     hl_chunk *oc = hl_chunk_of(obj);
     hl_slot_take(tp, cls, obj, oc);
@@ -508,8 +531,8 @@ static inline __attribute__((always_inline)) void *hl_tpool_try_alloc(hl_tpool *
     return obj;
   }
   /* cur, unless a chunk is queued for cls: its slots first (the slow path takes its list) */
-  hl_chunk *c = tp->bump_in[cls];
-  hl_assert(c == (tp->queue[cls] ? NULL : tp->cur));
+  hl_chunk *c = tp->head[cls].bump_in;
+  hl_assert(c == (tp->head[cls].queue ? NULL : tp->cur));
   if (HL_UNLIKELY(c == NULL)) return NULL;
   if (HL_UNLIKELY(tp->interleave)) return hl_tpool_bump_interleaved(tp, c, cls, size);
   /* the class's span (an empty one, NULL to NULL, has no room) */
@@ -645,12 +668,12 @@ typedef struct hl_site_cache_entry {
   struct hl_free_slot **list;
 } hl_site_cache_entry;
 /* The two always-empty lists (never written: the pop writes a list only after it found a
- * slot on it). Each is laid out as a pool's lists are (free, from, queue, bump_in), all
+ * slot on it). Each is a class record as a pool's are (free, from, queue, bump_in), all
  * NULL, so that the site-direct bump finds no chunk to bump in without testing which list
  * it has (6 instructions on every bump). */
-extern struct hl_free_slot *hl_empty_lists[2][4 * HL_NCLASSES];
-#define hl_no_slot (hl_empty_lists[0][0])
-#define hl_forward_slot (hl_empty_lists[1][0])
+extern struct hl_class_head hl_empty_lists[2];
+#define hl_no_slot (hl_empty_lists[0].free)
+#define hl_forward_slot (hl_empty_lists[1].free)
 #define HL_TP_WALK ((hl_tpool *)1)
 
 /* Per-thread cache of the plan's decided call chains (fastpath.h, hl_chain_try): 64 KiB

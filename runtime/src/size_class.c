@@ -8,11 +8,12 @@
  *                     odd multiples of 8 (40, 72, 88, ...) where the 16-multiple above is
  *                     not line-friendly: a 40-byte object in a 48-byte slot spans 1.5 lines
  *                     on average, in a 40-byte slot too, and 8 fit in 5 lines instead of 6;
- *   hl_classes_packed also 24, 56, 120, 184 and 248, whose 16-multiples (32, 64, 128, 192,
- *                     256) never straddle a line: packing saves lines on a walk (health's
- *                     24-byte list cells: 8 in 3 lines instead of 4) but costs them on a
- *                     lone access (cxx_dom's 120-byte nodes spanned 2.75 lines, not 2, and
- *                     took 40% more misses). The planner packs groups that are walked.
+ *   hl_classes_packed also 24: packing saves lines on a walk (health's 24-byte list
+ *                     cells: 8 in 3 lines instead of 4). 56, 120, 184 and 248 keep their
+ *                     16-multiples (64, 128, 192, 256), which never straddle a line:
+ *                     packed, they cost lines on a lone access (cxx_dom's 120-byte nodes
+ *                     spanned 2.75 lines, not 2, and took 40% more misses). The planner
+ *                     packs groups that are walked.
  * Only a size that is a multiple of 16 can hold a type aligned to 16, so such sizes keep
  * 16-aligned classes in every table; a slot of an odd-multiple class may start 8 bytes
  * into a 16-byte granule (alloc.c walks the size map by byte position for that reason). */

@@ -46,7 +46,7 @@ void hl_stats_add_explicit(const hl_tpool *tp) {
 
 static void add_chunk(hl_chunk *c, void *arg) {
   pool_totals *t = (pool_totals *)arg + c->pool;
-  t->resident += (uint64_t)(c->bump - (char *)c);
+  t->resident += (uint64_t)((uintptr_t)c->bump - hl_chunk_base(c));
   t->data_extent += (uint64_t)(c->bump - c->data);
   t->chunks++;
 }

@@ -32,6 +32,24 @@
 #define HL_CHUNK_COLORS 64u
 #define HL_COLOR_STEP 64u
 
+/* (no tunable) Ours. Chunks are chunk-size aligned, so with its header at its first byte
+ * every chunk would put its header, its size map and its first objects at the same
+ * offsets: the headers on L1 set 0 (a 32 KiB 8-way L1 indexes sets by address bits 6-11,
+ * inside the page, so natively as in cachegrind) and every chunk's n-th page in the same
+ * set of a set-associative second-level TLB (indexed by the page number's low bits). With
+ * more chunks in use than those sets have ways (a pool per site or group), pooled mallocs
+ * and frees missed on headers and walked the page tables. Each chunk's header, and the size
+ * map and objects after it, start HL_HEADER_COLOR_STEP bytes times the chunk's colour into
+ * the chunk: the colour is chunk address bits 20-23 (the range is 16 MiB aligned, so at the
+ * default 1 MiB it is the chunk's number, the same on every run; other sizes get fewer
+ * distinct colours among neighbours, 16 MiB chunks none, never a wrong one), and the step
+ * a page and two lines (the header's two hot lines), so 16 consecutive chunks use 16 pairs
+ * of L1 sets and 16 TLB sets. It costs a chunk at most 15 steps (62 KiB) of its space and
+ * 5 instructions wherever an address is mapped to its chunk (docs/results.md section 22). */
+#define HL_HEADER_COLORS 16u
+#define HL_HEADER_COLOR_STEP (4096u + 128u)
+#define HL_HEADER_COLOR_BIT 20u /* the colour's lowest address bit */
+
 /* (env HEAPLAYOUT_SPARE_CHUNKS) Empty chunks kept resident for reuse; the others' pages go
  * back to the OS. HALO 5 keeps one, as early jemalloc did; we keep 8 (8 MiB of 1 MiB
  * chunks): a structure freed and rebuilt every round (apa_split) re-faulted ~9000 pages,
