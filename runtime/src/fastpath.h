@@ -9,13 +9,14 @@
  *   2. the size the site asked for last: one compare, and the entry's pointer to its pool's
  *      free list for that size's class (another size: the class table, hl_site_direct_pop);
  *   3. the list's head, unlinked, its double-free mark cleared (without a test: a sized
- *      delete's slot has none), its chunk's live count. The list holds the free slots of
+ *      delete's slot has none), its chunk's live count (the chunk read next to the list, in
+ *      the class's record: hl_class_head). The list holds the free slots of
  *      one chunk, the pool's allocating chunk for the class (free list sharding, alloc.c);
  *      when it is empty, the next chunk queued with free slots of the class hands its list
  *      over, and only when none is queued is fresh space bumped in the pool's current chunk
  *      (8 bytes of padding where an odd-multiple class left the bump so).
  * That is all a context-keyed pool needs beyond a size-class allocator: the return address
- * read and compared. Malloc costs 23 instructions, free 25 (docs/results.md, section 9).
+ * read and compared. Malloc costs 22 instructions, free 32 (docs/results.md, sections 9 and 22).
  * A miss answers HL_FORWARD for a site cached as not pooled or a request its pool does not
  * take (the allocator underneath serves it at once), else goes on by a jump (the return
  * address stays the program's) to the full path (hl_alloc_try, hl_policy_alloc, the slow
