@@ -27,6 +27,7 @@ TOOL = "hlsim"
 # The runtime's pool-range defaults (runtime/src/tunables.h): the tool recognises the range
 # as the client's MAP_NORESERVE mmap of range + one chunk bytes.
 RUNTIME_DEFAULT_RANGE = 16 << 30
+RUNTIME_RANGE_ALIGN = 16 << 20  # hl_range_init aligns the range to this or a chunk, the larger
 RUNTIME_DEFAULT_CHUNK = 1 << 20
 
 # cachegrind's geometry used for validation: two levels, no TLB, no prefetcher.
@@ -145,7 +146,8 @@ class SimOptions:
         chunk = parse_size(self.runtime_options.get("chunk_size", RUNTIME_DEFAULT_CHUNK))
         rng = parse_size(self.runtime_options.get("range", RUNTIME_DEFAULT_RANGE))
         rng = (rng + chunk - 1) // chunk * chunk
-        args += [f"--pool-chunk={chunk}", f"--pool-span={rng + chunk}"]
+        # the runtime maps the range plus its alignment: a chunk, at least 16 MiB (chunk.c)
+        args += [f"--pool-chunk={chunk}", f"--pool-span={rng + max(chunk, RUNTIME_RANGE_ALIGN)}"]
         if "cc_block" not in self.model and "cc_block" in self.runtime_options:
             args.append(f"--cc-block={parse_size(self.runtime_options['cc_block'])}")
         if not self.tracks_objects():

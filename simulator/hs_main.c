@@ -4,9 +4,10 @@
  *
  * Per-pool attribution: an address in the heaplayout pool range is charged to the pool id
  * in its chunk's header (runtime/src/internal.h: struct hl_chunk starts with a u32 magic
- * "HLCK" and a u16 pool id, and chunks are aligned to their size). The range comes from
- * --pool-range=LO-HI or is detected as the client's MAP_NORESERVE mmap of exactly
- * --pool-span bytes (range + one chunk, as hl_range_init maps it).
+ * "HLCK" and a u16 pool id; chunks are aligned to their size and the header lies at its
+ * colour's offset, hl_chunk_at). The range comes from --pool-range=LO-HI or is detected as
+ * the client's MAP_NORESERVE mmap of exactly --pool-span bytes (range + its alignment, the
+ * larger of 16 MiB and a chunk, as hl_range_init maps it).
  */
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -30,12 +31,16 @@
 #include "hs_oracle_feed.h"
 
 #define HS_CHUNK_MAGIC 0x484c434bu
+/* where a chunk's header lies (runtime/src/tunables.h, HL_HEADER_COLORS) */
+#define HS_HEADER_COLORS 16u
+#define HS_HEADER_COLOR_STEP (4096u + 128u)
+#define HS_HEADER_COLOR_BIT 20u
 #define MAX_POOLS 65536
 
 static hs_options opts;
 static hs_model* model;
 static const HChar* out_file = "hlsim.out.%p";
-static ULong pool_span = (16ULL << 30) + (1ULL << 20); /* runtime defaults: 16 GiB range + 1 MiB chunk */
+static ULong pool_span = (16ULL << 30) + (16ULL << 20); /* runtime defaults: 16 GiB range + 16 MiB alignment */
 static ULong pool_chunk = 1ULL << 20;
 static Bool per_pool = True;
 static Bool pool_range_given;
@@ -58,6 +63,7 @@ static unsigned classify(void* ctx, hs_u64 a)
 {
    if (a - pool_lo >= pool_hi - pool_lo) return 0;
    Addr c = (Addr)(a & ~(pool_chunk - 1));
+   c += ((c >> HS_HEADER_COLOR_BIT) & (HS_HEADER_COLORS - 1)) * HS_HEADER_COLOR_STEP; /* hl_chunk_at */
    const UInt* magic = (const UInt*)c;
    if (*magic != HS_CHUNK_MAGIC) return MAX_POOLS + 1;
    return 1 + *(const UShort*)(c + 4);
@@ -314,8 +320,10 @@ static void post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs, SysR
    if (sysno != __NR_mmap || sr_isError(res) || pool_range_given || pool_hi) return;
    if (args[1] != pool_span || !(args[3] & VKI_MAP_NORESERVE)) return;
    ULong raw = sr_Res(res);
-   ULong lo = (raw + pool_chunk - 1) & ~(pool_chunk - 1);
-   set_pool_range(lo, lo + pool_span - pool_chunk);
+   ULong align = (ULong)HS_HEADER_COLORS << HS_HEADER_COLOR_BIT;
+   if (align < pool_chunk) align = pool_chunk;
+   ULong lo = (raw + align - 1) & ~(align - 1);
+   set_pool_range(lo, lo + pool_span - align);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -391,7 +399,7 @@ static void hs_print_usage(void)
 "    --phys-index=yes|no          L2, LLC and DRAM rows see a pseudo-random page frame, as\n"
 "                                 physically indexed hardware does [no]\n"
 "    --pool-range=<lo>-<hi>       heaplayout pool range (hex), else detected\n"
-"    --pool-span=<bytes>, --pool-chunk=<bytes>  how to detect it [16G+1M, 1M]\n"
+"    --pool-span=<bytes>, --pool-chunk=<bytes>  how to detect it [16G+16M, 1M]\n"
 "    --per-pool=yes|no            attribute misses to heaplayout pools [yes]\n"
 "    --contexts=yes|no            track heap objects (malloc-family entries and returns seen\n"
 "                                 by the tool; nothing replaced or wrapped) and attribute\n"
