@@ -64,6 +64,8 @@ ENVIRONMENTS = [
     "HEAPLAYOUT_POLICY=callsite\nHEAPLAYOUT_PROGRAM=/bin/true\nHEAPLAYOUT_MAX_SIZE=32KiB",
     "HEAPLAYOUT_POLICY=callsite\nHEAPLAYOUT_PLAN=/tmp/x.plan\nHEAPLAYOUT_UNKNOWN=1",
     "HEAPLAYOUT_POLICY=plan",
+    # dpa is a placing policy too (docs/dpa.md); the harness once promised only the first three
+    "HEAPLAYOUT_POLICY=dpa\nHEAPLAYOUT_STATS=1",
 ]
 
 

@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   env[n] = NULL;
   hl_options opt;
   hl_options_parse(&opt, env, 0);
-  PROMISE(opt.policy == HL_POLICY_OFF || opt.policy == HL_POLICY_CALLSITE || opt.policy == HL_POLICY_PLAN);
+  PROMISE(opt.policy == HL_POLICY_OFF || opt.policy == HL_POLICY_CALLSITE || opt.policy == HL_POLICY_PLAN ||
+          opt.policy == HL_POLICY_DPA);
   PROMISE(memchr(opt.plan, '\0', sizeof opt.plan) && memchr(opt.stats_json, '\0', sizeof opt.stats_json));
   if (opt.policy != HL_POLICY_OFF) {
     PROMISE(opt.chunk_size >= HL_MIN_CHUNK_SIZE && opt.chunk_size <= HL_MAX_CHUNK_SIZE);
