@@ -270,7 +270,6 @@ void hl_chunk_unlock_all(void);              /* fork: parent and child */
 /* ---- pools and heaps (heap.c) ---- */
 struct hl_heap;
 
-/* The state of one pool in one thread (or of one explicit pool.h pool). */
 /* A thread-pool's state for one size class, in one 32-byte record, so that the site-direct
  * pop (which holds &free) finds the chunk in the same line as the list, and the bump its
  * chunk and queue there too. As four arrays, the pop computed the chunk from the slot's
@@ -291,6 +290,7 @@ typedef struct hl_class_head {
   struct hl_chunk *bump_in;
 } hl_class_head;
 
+/* The state of one pool in one thread (or of one explicit pool.h pool). */
 typedef struct hl_tpool {
   hl_class_head head[HL_NCLASSES]; /* per class: the lists and chunks above */
   /* Fresh space of each class but in a plan's group: a span carved from a chunk's bump
