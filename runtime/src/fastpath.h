@@ -282,14 +282,13 @@ static inline __attribute__((always_inline)) void *hl_malloc_fast(size_t size, v
   return hl_next_alloc.malloc(size);
 }
 
-/* free: our objects by address range (internal.h), the bootstrap buffer's never, the rest
- * by the allocator underneath. */
+/* free: our objects by address range (internal.h), the rest by the allocator underneath
+ * (whose free is a filter in a run that used the bootstrap buffer: next.c). */
 static inline __attribute__((always_inline)) void hl_free_fast(void *p) {
   if (hl_is_ours(p)) {
     hl_free_ours_inline(p);
     return;
   }
-  if (HL_UNLIKELY(hl_is_bootstrap(p))) return;
   hl_next_alloc.free(p);
 }
 

@@ -3,7 +3,8 @@
  * Initialisation happens on the first call into the library (usually the first malloc,
  * often before main and before our constructor would run). It resolves the allocator
  * underneath, reads the settings, reserves the range and registers fork handlers.
- * Allocations made while it runs (dlsym's) come from the bootstrap buffer. */
+ * Allocations made while it runs come from the allocator underneath once dlsym has found
+ * it, before that from the bootstrap buffer (next.c). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>

@@ -145,7 +145,7 @@ static inline __attribute__((always_inline)) void sized_free(void *p, size_t siz
     hl_free_ours_sized(p, size);
     return;
   }
-  if (hl_is_bootstrap(p) || below == NULL) {
+  if (below == NULL) { /* also while bootstrap objects exist: free's filter (next.c) */
     hl_free_fast(p);
     return;
   }

@@ -21,15 +21,56 @@ _Alignas(64) char hl_bootstrap_buf[HL_BOOTSTRAP_BYTES];
 #define bootstrap_buf hl_bootstrap_buf
 static _Atomic(size_t) bootstrap_used;
 
-/* Each bootstrap object has its size in the 8 bytes before it (realloc needs it). */
+/* The buffer serves only what is allocated before the allocator underneath is known (dlsym
+ * resolving its first entry points; in practice nothing). Once malloc, free, calloc and
+ * memalign are resolved, requests made while we initialise go to that allocator, and its
+ * free takes them back: glibc's failed dlsyms (libstdc++'s sized deletes, absent from a C
+ * program) left their error strings in the buffer, where any later free had to find them.
+ * Free's fast path then needs no test for the buffer: hl_next_alloc.free is the allocator's
+ * own, and becomes a filter only in a run where the buffer was used (about 5 instructions
+ * on every forwarded free, and a third of `off`'s cost per pair: docs/results.md §23). */
+static _Atomic(int) core_resolved;  /* malloc, free, calloc, memalign are known */
+static _Atomic(int) fully_resolved; /* hl_next_alloc.free is final: a filter may go over it */
+static __thread int forwarding __attribute__((tls_model("initial-exec")));
+static void (*free_past_filter)(void *);
+static _Atomic(int) filter_on;
+
+static void free_filtered(void *p) {
+  if (HL_UNLIKELY(hl_is_bootstrap(p))) return;
+  free_past_filter(p);
+}
+/* From now on frees look for the buffer (the sized deletes lose their shortcut: sized_free
+ * sends every pointer through free's filter when they are NULL). */
+static void bootstrap_filter_install(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&filter_on, &expected, 1)) return;
+  free_past_filter = hl_next_alloc.free;
+  hl_next_alloc.sized_delete = NULL;
+  hl_next_alloc.sized_delete_array = NULL;
+  atomic_thread_fence(memory_order_seq_cst);
+  hl_next_alloc.free = free_filtered;
+}
+
+static void *bootstrap_forward(size_t size, size_t align) {
+  forwarding = 1; /* the allocator may call malloc again while it serves this: the buffer then */
+  void *p = align <= HL_GRANULE ? hl_next_alloc.calloc(1, size) : hl_next_alloc.memalign(align, size);
+  forwarding = 0;
+  if (p != NULL && align > HL_GRANULE) memset(p, 0, size);
+  return p;
+}
+
+/* Each buffer object has its size in the 8 bytes before it (realloc needs it). Zeroed
+ * memory either way (calloc comes here too). */
 void *hl_bootstrap_alloc(size_t size, size_t align) {
   if (align < HL_GRANULE) align = HL_GRANULE;
+  if (atomic_load_explicit(&core_resolved, memory_order_acquire) && !forwarding) return bootstrap_forward(size, align);
   size_t old = atomic_load(&bootstrap_used), start;
   do {
     start = (old + sizeof(size_t) + align - 1) & ~(align - 1);
     if (start + size > sizeof bootstrap_buf || start + size < start) return NULL;
   } while (!atomic_compare_exchange_weak(&bootstrap_used, &old, start + size));
   ((size_t *)(bootstrap_buf + start))[-1] = size;
+  if (atomic_load_explicit(&fully_resolved, memory_order_acquire)) bootstrap_filter_install();
   return bootstrap_buf + start; /* zero: the buffer is in .bss and never reused */
 }
 
@@ -79,11 +120,15 @@ static void *allocator_own(const char *name) {
   } while (0)
 
 void hl_next_resolve(void) {
+  /* free stays the no-op until the end: a pointer from the buffer freed meanwhile (dlsym's
+   * error strings replace each other) must not reach the allocator */
+  void (*next_free)(void *) = dlsym(RTLD_NEXT, "free");
+  if (next_free == NULL) next_free = __libc_free;
   RESOLVE(malloc, __libc_malloc);
-  RESOLVE(free, __libc_free);
   RESOLVE(calloc, __libc_calloc);
-  RESOLVE(realloc, __libc_realloc);
   RESOLVE(memalign, __libc_memalign);
+  atomic_store_explicit(&core_resolved, 1, memory_order_release);
+  RESOLVE(realloc, __libc_realloc);
   RESOLVE(posix_memalign, fallback_posix_memalign);
   RESOLVE(aligned_alloc, fallback_aligned_alloc);
   RESOLVE(valloc, fallback_valloc);
@@ -93,4 +138,7 @@ void hl_next_resolve(void) {
   hl_next_alloc.sized_delete_array = (void (*)(void *, size_t))allocator_own("_ZdaPvm");
   hl_next_alloc.op_new = (void *(*)(size_t))allocator_own("_Znwm");
   hl_next_alloc.op_new_nothrow = (void *(*)(size_t, const void *))allocator_own("_ZnwmRKSt9nothrow_t");
+  hl_next_alloc.free = next_free;
+  atomic_store_explicit(&fully_resolved, 1, memory_order_release);
+  if (atomic_load(&bootstrap_used) != 0) bootstrap_filter_install();
 }
