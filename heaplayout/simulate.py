@@ -25,7 +25,8 @@ from .sim_clocks import DEFAULT_SCALE, slowed_clock_env
 TOOL = "hlsim"
 
 # The runtime's pool-range defaults (runtime/src/tunables.h): the tool recognises the range
-# as the client's MAP_NORESERVE mmap of range + one chunk bytes.
+# by the client's MAP_NORESERVE mmap at the runtime's hint address (HL_RANGE_HINT, the tool's
+# --pool-hint default), or where the hint was taken, of range + its alignment bytes.
 RUNTIME_DEFAULT_RANGE = 16 << 30
 RUNTIME_RANGE_ALIGN = 16 << 20  # hl_range_init aligns the range to this or a chunk, the larger
 RUNTIME_DEFAULT_CHUNK = 1 << 20

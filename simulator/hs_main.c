@@ -6,8 +6,11 @@
  * in its chunk's header (runtime/src/internal.h: struct hl_chunk starts with a u32 magic
  * "HLCK" and a u16 pool id; chunks are aligned to their size and the header lies at its
  * colour's offset, hl_chunk_at). The range comes from --pool-range=LO-HI or is detected as
- * the client's MAP_NORESERVE mmap of exactly --pool-span bytes (range + its alignment, the
- * larger of 16 MiB and a chunk, as hl_range_init maps it).
+ * the client's MAP_NORESERVE mmap at --pool-hint (the runtime maps its range from there as
+ * it grows: runtime/src/tunables.h, HL_RANGE_HINT; its largest size is --pool-span less
+ * the alignment) or, where the runtime could not map there and mapped the whole range
+ * anywhere, as a MAP_NORESERVE mmap of exactly --pool-span bytes (range + its alignment,
+ * the larger of 16 MiB and a chunk, as hl_range_init maps it).
  */
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -41,6 +44,7 @@ static hs_options opts;
 static hs_model* model;
 static const HChar* out_file = "hlsim.out.%p";
 static ULong pool_span = (16ULL << 30) + (16ULL << 20); /* runtime defaults: 16 GiB range + 16 MiB alignment */
+static ULong pool_hint = 0x200000000000ULL; /* runtime/src/tunables.h, HL_RANGE_HINT */
 static ULong pool_chunk = 1ULL << 20;
 static Bool per_pool = True;
 static Bool pool_range_given;
@@ -318,10 +322,15 @@ static void post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs, SysR
       }
    }
    if (sysno != __NR_mmap || sr_isError(res) || pool_range_given || pool_hi) return;
-   if (args[1] != pool_span || !(args[3] & VKI_MAP_NORESERVE)) return;
+   if (!(args[3] & VKI_MAP_NORESERVE)) return;
    ULong raw = sr_Res(res);
    ULong align = (ULong)HS_HEADER_COLORS << HS_HEADER_COLOR_BIT;
    if (align < pool_chunk) align = pool_chunk;
+   if (args[0] == pool_hint && raw == pool_hint) { /* the first part of a range that grows */
+      set_pool_range(raw, raw + pool_span - align);
+      return;
+   }
+   if (args[1] != pool_span) return;
    ULong lo = (raw + align - 1) & ~(align - 1);
    set_pool_range(lo, lo + pool_span - align);
 }
@@ -334,6 +343,7 @@ static Bool hs_process_cmd_line_option(const HChar* arg)
    Long l;
    if VG_STR_CLO(arg, "--out-file", out_file) {}
    else if VG_BINT_CLO(arg, "--pool-span", l, 1, 1LL << 46) { pool_span = l; }
+   else if VG_BINT_CLO(arg, "--pool-hint", l, 0, 1LL << 47) { pool_hint = l; }
    else if VG_BINT_CLO(arg, "--pool-chunk", l, 4096, 1LL << 30) {
       if (l & (l - 1)) return False;
       pool_chunk = l;
@@ -399,7 +409,7 @@ static void hs_print_usage(void)
 "    --phys-index=yes|no          L2, LLC and DRAM rows see a pseudo-random page frame, as\n"
 "                                 physically indexed hardware does [no]\n"
 "    --pool-range=<lo>-<hi>       heaplayout pool range (hex), else detected\n"
-"    --pool-span=<bytes>, --pool-chunk=<bytes>  how to detect it [16G+16M, 1M]\n"
+"    --pool-span=<bytes>, --pool-chunk=<bytes>, --pool-hint=<addr>  how to detect it [16G+16M, 1M, 0x200000000000]\n"
 "    --per-pool=yes|no            attribute misses to heaplayout pools [yes]\n"
 "    --contexts=yes|no            track heap objects (malloc-family entries and returns seen\n"
 "                                 by the tool; nothing replaced or wrapped) and attribute\n"

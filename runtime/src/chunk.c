@@ -37,19 +37,43 @@ static size_t page_size(void) {
   return p > 0 ? (size_t)p : 4096;
 }
 
+static size_t range_limit; /* the most hl_rng.size may grow to (HEAPLAYOUT_RANGE) */
+
+/* [at, at + bytes) mapped for pools exactly there, or 0 (something else is there). */
+static int map_exactly(uintptr_t at, size_t bytes) {
+#ifdef MAP_FIXED_NOREPLACE
+  void *p = mmap((void *)at, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == (void *)at) return 1;
+  if (p != MAP_FAILED) munmap(p, bytes); /* a kernel that took the flag for a hint */
+#else
+  (void)at;
+  (void)bytes;
+#endif
+  return 0;
+}
+
 int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block) {
   range_size = (range_size + chunk_size - 1) & ~(chunk_size - 1);
   /* aligned past the header colour's bits too, so that a chunk's colour is its number's
    * (hl_chunk_at), the same on every run whatever address the range gets */
   size_t align = (size_t)HL_HEADER_COLORS << HL_HEADER_COLOR_BIT;
   if (align < chunk_size) align = chunk_size;
-  size_t span = range_size + align;
-  char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) return 0;
-  uintptr_t base = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
-  size_t head = base - (uintptr_t)raw, tail = span - head - range_size;
-  if (head) munmap(raw, head);
-  if (tail) munmap((char *)base + range_size, tail);
+  size_t first = HL_RANGE_STEP > chunk_size ? HL_RANGE_STEP : chunk_size;
+  if (first > range_size) first = range_size;
+  uintptr_t base = (HL_RANGE_HINT + align - 1) & ~(uintptr_t)(align - 1);
+  size_t mapped = first;
+  if (!map_exactly(base, first)) { /* the whole range now, anywhere (tunables.h, HL_RANGE_HINT) */
+    size_t span = range_size + align;
+    char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return 0;
+    base = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
+    size_t head = base - (uintptr_t)raw, tail = span - head - range_size;
+    if (head) munmap(raw, head);
+    if (tail) munmap((char *)base + range_size, tail);
+    mapped = range_size;
+  }
+  range_limit = range_size;
 
   size_t ps = page_size();
   /* from the start of the header's page (hl_chunk_at: the header lies up to 15 x 128 bytes
@@ -63,7 +87,26 @@ int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block) {
   fresh_next = base;
   hl_rng.base = base;
   atomic_thread_fence(memory_order_release);
-  hl_rng.size = range_size; /* last: from now on pointers in the range are "ours" */
+  hl_rng.size = mapped; /* last: from now on pointers in the range are "ours" */
+  return 1;
+}
+
+/* Under the chunk lock, with the range used up: map the next part, as much as is mapped
+ * (the range doubles), up to range_limit. 0 when the range cannot grow (its limit, or
+ * another mapping above it: then it stops trying). A thread that frees an object of the new
+ * part got it after this store, by way of the chunk lock and the program's own ordering,
+ * so its test of the range (hl_is_ours) sees the new size. */
+static int range_grow(void) {
+  size_t size = hl_rng.size;
+  if (size >= range_limit) return 0;
+  size_t grow = size;
+  if (grow > range_limit - size) grow = range_limit - size;
+  if (!map_exactly(hl_rng.base + size, grow)) {
+    range_limit = size;
+    return 0;
+  }
+  atomic_thread_fence(memory_order_release);
+  hl_rng.size = size + grow;
   return 1;
 }
 
@@ -110,7 +153,7 @@ hl_chunk *hl_chunk_acquire(uint16_t pool) {
   } else if (returned_list) {
     c = returned_list;
     returned_list = c->next;
-  } else if (fresh_next < hl_rng.base + hl_rng.size) {
+  } else if (fresh_next < hl_rng.base + hl_rng.size || range_grow()) {
     c = hl_chunk_at(fresh_next);
     fresh_next += hl_rng.chunk_size;
   }

@@ -15,9 +15,19 @@
 #define HL_MIN_CHUNK_SIZE (256u << 10)
 #define HL_MAX_CHUNK_SIZE (64u << 20)
 
-/* (env HEAPLAYOUT_RANGE) one reserved range for all pools; 16 GiB of address space costs
- * nothing until touched and stays well inside what valgrind can map for a client. */
+/* (env HEAPLAYOUT_RANGE) one range of addresses for all pools, at most this large; 16 GiB
+ * stays well inside what valgrind can map for a client. */
 #define HL_DEFAULT_RANGE (16ull << 30)
+/* The range is mapped as the pools need it, from HL_RANGE_HINT up, at first HL_RANGE_STEP
+ * bytes (or a chunk, if larger) and then doubling: mapping all of it at start made every program's virtual size
+ * 16 GiB larger, which programs that print their memory use print (minisat's "Memory
+ * used"), and which an address-space limit (ulimit -v) refused, leaving the program
+ * unoptimized. The hint lies far below where the kernel puts mmaps (top-down from 128 TiB)
+ * and the PIE images with their brk heaps (0x55.., about 85 TiB), so the addresses above
+ * it stay free to grow into; where they are not (another mapping, a kernel without
+ * MAP_FIXED_NOREPLACE), the whole range is mapped at start instead, as before. */
+#define HL_RANGE_HINT 0x200000000000ull
+#define HL_RANGE_STEP (16ull << 20)
 
 /* (env HEAPLAYOUT_CC_BLOCK) ccmalloc: a cc-block of 256 bytes (a few cache lines). */
 #define HL_DEFAULT_CC_BLOCK 256u
