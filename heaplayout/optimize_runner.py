@@ -13,6 +13,7 @@ from .bench_config import config_env, parse_config, program_env
 from .bench_launch import ExitStatus, build_launcher, run_once, sha256_file
 from .bench_run import read_runtime_stats
 from .optimize_search import Candidate, Measurement
+from .output_stability import unstable_patterns
 from .runtime_env import for_program
 
 
@@ -25,9 +26,13 @@ class CandidateRunner:
 
     def __init__(self, program: Sequence[str], candidates: Sequence[Candidate], workdir: Path,
                  stdin: Path | None = None, base_env: dict[str, str] | None = None,
-                 digest: Callable[[Path], str] | None = None):
+                 digest: Callable[[Path], str] | None = None, normalize: Callable[[bytes], bytes] | None = None):
         self.program = list(program)
         self.digest = digest or sha256_file  # what of stdout must match (optimize --ignore)
+        self.normalize = normalize or (lambda data: data)  # the same, as a function of the bytes
+        # per candidate whose stdout differed from the reference's: the --ignore patterns that
+        # would have masked the difference (output_stability), None when no token mask does
+        self.unstable: dict[str, list[str] | None] = {}
         self.workdir = workdir
         self.stdin = stdin
         workdir.mkdir(parents=True, exist_ok=True)
@@ -58,6 +63,9 @@ class CandidateRunner:
             err.unlink(missing_ok=True)
             return Measurement(wall)
         detail = diff[1]
+        if diff[0] == "stdout":
+            self.unstable[cand.label] = unstable_patterns(self.normalize(ref_out.read_bytes()),
+                                                          self.normalize(out.read_bytes()))
         tail = stderr_tail(err) if "exit" in diff[0] else ""
         if tail:
             detail += f"; its stderr ends: {tail}"

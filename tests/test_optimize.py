@@ -133,21 +133,33 @@ def test_usage_errors():
     assert r.returncode == 2 and b"--runs must be at least 5" in r.stderr
 
 
-def test_ignore_lets_a_program_with_a_timing_line_be_optimized(runtime_lib, tmp_path):
-    """A program that prints its pid in a "Time used" line is refused as nondeterministic;
-    with --ignore for that line it is measured, and the pattern is kept in the evidence and
-    in the re-measuring bench command."""
+def _compile(tmp_path: Path, name: str, body: str) -> Path:
     import subprocess
 
-    src = tmp_path / "pid.c"
-    src.write_text('#include <stdio.h>\n#include <unistd.h>\n'
-                   'int main(void) { printf("result 42\\nTime used: %d secs\\n", (int)getpid()); return 0; }\n')
-    exe = tmp_path / "pid"
+    src = tmp_path / f"{name}.c"
+    src.write_text("#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <unistd.h>\n" + body)
+    exe = tmp_path / name
     subprocess.run(["gcc", "-O1", str(src), "-o", str(exe)], check=True)
+    return exe
+
+
+def test_ignore_lets_a_program_with_a_timing_line_be_optimized(runtime_lib, tmp_path):
+    """A program that prints its pid in a "Time used" line: refused before profiling with
+    --no-auto-ignore, measured with the differing token masked by default (the pattern is in
+    the evidence and in the re-measuring bench command), and with the user's own --ignore."""
+    exe = _compile(tmp_path, "pid", 'int main(void) { printf("result 42\\nTime used: %d secs\\n", (int)getpid()); '
+                                    'return 0; }\n')
     common = ["--allocator", "glibc,jemalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
-              "--budget", "60"]
-    r = optimize(*common, "-o", str(tmp_path / "a"), "--", str(exe))
-    assert r.returncode == 1 and b"not deterministic" in r.stderr, r.stderr.decode()
+              "--budget", "60", "--no-report"]
+    r = optimize(*common, "--no-auto-ignore", "-o", str(tmp_path / "a"), "--", str(exe))
+    assert r.returncode == 1 and b"printed different outputs" in r.stderr, r.stderr.decode()
+    assert not (tmp_path / "a" / "optimize.json").exists()  # stopped at stage 0
+    r = optimize(*common, "-o", str(tmp_path / "auto"), "--", str(exe))
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads((tmp_path / "auto" / "optimize.json").read_text())
+    assert doc["ignore"] == [r"(?m)^Time\s+used:\s+\S+"], doc["ignore"]
+    assert "--ignore" in doc["command"] and any("two runs of the program alone" in n for n in doc["notes"])
+    assert all(c["eliminated"] is None or "output differs" not in c["eliminated"]["reason"] for c in doc["candidates"])
     r = optimize(*common, "--ignore", r"Time used: \d+ secs", "-o", str(tmp_path / "b"), "--", str(exe))
     assert r.returncode == 0, r.stderr.decode()
     doc = json.loads((tmp_path / "b" / "optimize.json").read_text())
@@ -156,6 +168,36 @@ def test_ignore_lets_a_program_with_a_timing_line_be_optimized(runtime_lib, tmp_
     rec = doc["recommendation"]
     if rec["bench_command"]:
         assert "--ignore" in rec["bench_command"]
+
+
+def test_output_that_differs_in_its_lines_stops_before_profiling(tmp_path):
+    """Each run prints one line more than the last (a counter in a file): no token mask
+    fits, so optimize stops at once and asks for --ignore, before any profile."""
+    counter = tmp_path / "count"
+    exe = _compile(tmp_path, "grow", 'int main(void) { FILE *f = fopen("' + str(counter) + '", "a+"); long n = 0; '
+                   'char b[8]; rewind(f); while (fgets(b, sizeof b, f)) n++; fputs("x\\n", f); fclose(f); '
+                   'for (long i = 0; i <= n; i++) printf("line %ld\\n", i); return 0; }\n')
+    r = optimize("--budget", "60", "--no-report", "-o", str(tmp_path / "o"), "--", str(exe))
+    assert r.returncode == 1, r.stderr.decode()
+    assert b"printed different outputs" in r.stderr and b"--ignore REGEX" in r.stderr
+    assert b"stage 1/4" not in r.stderr  # no profile was made
+
+
+def test_candidates_dropped_for_a_memory_line_get_an_ignore_hint(runtime_lib, tmp_path):
+    """A program that prints its own peak virtual size prints another figure under each
+    allocator: those candidates are dropped (their output differs from the reference), and
+    the evidence names the --ignore pattern that would keep them, for the user to judge."""
+    exe = _compile(tmp_path, "mem", 'int main(void) { char *p = malloc(1 << 20); memset(p, 1, 1 << 20); '
+                   'FILE *f = fopen("/proc/self/status", "r"); char l[256]; long kb = 0; '
+                   'while (fgets(l, sizeof l, f)) if (!strncmp(l, "VmPeak:", 7)) kb = atol(l + 7); '
+                   'printf("result %d\\nMemory used: %ld kB\\n", p[100], kb); return 0; }\n')
+    r = optimize("--allocator", "glibc,jemalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
+                 "--budget", "60", "--no-report", "-o", str(tmp_path / "o"), "--", str(exe))
+    doc = json.loads((tmp_path / "o" / "optimize.json").read_text())
+    dropped = [c["label"] for c in doc["candidates"] if c["eliminated"] and "output differs" in c["eliminated"]["reason"]]
+    assert dropped, r.stderr.decode()
+    hint = [n for n in doc["notes"] if "run again with" in n]
+    assert hint and r"(?m)^Memory\s+used:\s+\S+" in hint[0], doc["notes"]
 
 
 def test_prefix_variants_are_planned_and_raced(build_dir, runtime_lib, tmp_path):

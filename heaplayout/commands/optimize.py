@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -34,9 +35,11 @@ import shutil
 from pathlib import Path
 
 from .. import allocators, paths
-from ..bench_check import check_patterns, ignoring_digest
-from ..bench_config import BenchError, resolve_program
-from ..bench_launch import fmt_seconds
+from ..bench_check import check_patterns, first_difference, ignoring_digest, normalizer, stderr_tail
+from ..bench_config import BenchError, config_env, parse_config, program_env, resolve_program
+from ..bench_launch import build_launcher, fmt_seconds, run_once
+from ..output_stability import unstable_patterns
+from ..runtime_env import for_program
 from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, terminal_table, to_json, to_markdown,
                                verdict_lines)
 from ..optimize_runner import CandidateRunner, NondeterministicOutput
@@ -94,6 +97,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
                    help="parts of stdout that may differ between identical runs (a timing line): matches are "
                         "left out of the output check; repeatable")
+    p.add_argument("--no-auto-ignore", action="store_true",
+                   help="when two runs of the program alone print different outputs, stop instead of ignoring "
+                        "the tokens that differed (the default; they are printed)")
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                    help=f"time for the whole command, profiling included (default {DEFAULT_BUDGET_S:.0f})")
     p.add_argument("--runs", type=int, default=SearchSettings.confirm_rounds, metavar="N",
@@ -187,6 +193,15 @@ def optimize_command(args: argparse.Namespace) -> int:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
+    # 0. before anything long: does the program run, and is its output the same twice?
+    try:
+        derived = _reference_runs(program, stdin, allocs[0], ignore, not args.no_auto_ignore)
+    except (BenchError, _Unstable) as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 1
+    if derived:
+        ignore = [*ignore, *derived]
+        args.ignore = [*args.ignore, *derived]  # the command line in the evidence repeats them
     train = shlex.split(args.train) if args.train is not None else list(program[1:])
     run = OptimizeRun(command=_command_line(args, program, train, allocs, strategies, out), program=program,
                       train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
@@ -194,6 +209,9 @@ def optimize_command(args: argparse.Namespace) -> int:
                       search=SearchResult([]), ignore=ignore, group_layout=args.group_layout)
     deadline = start + args.budget
     variants = [s for s in strategies if s not in POLICY_STRATEGIES]
+    if derived:
+        run.notes.append("two runs of the program alone printed different outputs; ignored in every output check: "
+                         + ", ".join(repr(d) for d in derived))
 
     # 1. profile
     profile = given_profile
@@ -225,7 +243,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     try:
         try:
             runner = CandidateRunner(program, candidates, tmp, stdin=stdin,
-                                     digest=ignoring_digest(ignore) if ignore else None)
+                                     digest=ignoring_digest(ignore) if ignore else None, normalize=normalizer(ignore))
         except BenchError as err:
             print(f"{PROG}: {err}", file=sys.stderr)
             return 2
@@ -251,6 +269,9 @@ def optimize_command(args: argparse.Namespace) -> int:
         if rec is not None and not rec.alone and time.monotonic() + cost <= deadline:
             _say(f"one more run of {rec.label} for the runtime's statistics")
             run.runtime_stats = runner.runtime_stats(rec)
+        hint = _output_hint(runner.unstable)
+        if hint:
+            run.notes.append(hint)
         if runner.reference_status is not None and not runner.reference_status.ok:
             run.notes.append(f"the reference run did not exit 0 ({runner.reference_status.describe()}): every "
                              "candidate was compared with a failing run")
@@ -288,6 +309,66 @@ def optimize_command(args: argparse.Namespace) -> int:
     print(f"evidence: {out / 'optimize.json'}, {out / 'optimize.md'}"
           + (f"; environment: {out / 'recommended.env'}" if rec is not None else ""))
     return 0 if rec is not None else 1
+
+
+def _output_hint(unstable: dict[str, list[str] | None]) -> str | None:
+    """What to tell the user when candidates were dropped for printing other output than the
+    reference: where the difference was a few tokens in the same lines for all of them (a
+    program printing its own memory use: every allocator gives another figure), the
+    --ignore patterns that would have kept them in the race, for the user to judge."""
+    if not unstable:
+        return None
+    patterns: list[str] = []
+    for label, pats in unstable.items():
+        if not pats:
+            return None
+        patterns += [p for p in pats if p not in patterns]
+    if len(patterns) > 4:
+        return None
+    return (f"{len(unstable)} candidate(s) ({', '.join(unstable)}) printed other output than the reference only in "
+            "tokens of these lines; if they report measurements (memory, time) rather than results, run again with "
+            + " ".join(f"--ignore {shlex.quote(p)}" for p in patterns))
+
+
+class _Unstable(Exception):
+    """Two runs of the program alone differ in a way optimize cannot check around."""
+
+
+def _reference_runs(program: list[str], stdin: Path | None, allocator: str, ignore: list[str],
+                    auto_ignore: bool) -> list[str]:
+    """Run the program twice under `allocator` alone, as the race's reference will be run.
+    Returns the patterns that mask what differed between the two outputs (none when they
+    agree under `ignore`); raises _Unstable when the exit status differs, or the outputs
+    differ other than token for token, or auto_ignore is off. A program that fails to start
+    is found here, in seconds, not after its profile."""
+    _say(f"stage 0/4: the output check's reference: {shlex.join(program)}{' < ' + str(stdin) if stdin else ''}"
+         f" twice under {allocator} alone")
+    env = program_env(dict(os.environ), for_program(config_env(parse_config(allocator)), program[0]))
+    tmp = Path(tempfile.mkdtemp(prefix="heaplayout-reference-"))
+    try:
+        launcher = build_launcher(tmp)
+        runs = [run_once(program, env, tmp, f"ref{i}", launcher, stdin=stdin) for i in (1, 2)]
+        (wall1, status1, _, out1, err1), (wall2, status2, _, out2, err2) = runs
+        _say(f"  {fmt_seconds(wall1)}, {fmt_seconds(wall2)}; exit {status1.describe()}")
+        if status1 != status2:
+            raise _Unstable(f"two runs of the program alone ended differently ({status1.describe()}, then "
+                            f"{status2.describe()}; stderr ends {stderr_tail(err2)}): optimize cannot check "
+                            "its configurations against a reference")
+        normalize = normalizer(ignore)
+        a, b = normalize(out1.read_bytes()), normalize(out2.read_bytes())
+        if a == b:
+            return []
+        where = first_difference(out1, out2) or "stdout differs"
+        patterns = unstable_patterns(a, b) if auto_ignore else None
+        if not patterns:
+            raise _Unstable(f"two runs of the program alone printed different outputs ({where}): give what may differ "
+                            "between identical runs with --ignore REGEX (for example a timing line: --ignore "
+                            "'Time used: .*')" + ("" if auto_ignore else "; --no-auto-ignore is set"))
+        _say(f"  its output differs between the two runs ({where}); these parts are left out of every output "
+             f"check: {', '.join(repr(p) for p in patterns)} (--no-auto-ignore stops here instead)")
+        return patterns
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _command_line(args: argparse.Namespace, program: list[str], train: list[str], allocs: list[str],

@@ -1,0 +1,73 @@
+"""Which parts of a program's stdout differ between two identical runs, as `--ignore` patterns.
+
+Programs print rates, times and counters of their own (a SAT solver's "(194441 /sec)", a
+"CPU time" line): two runs of the same binary on the same input under the same allocator
+differ there, so every output check against a reference run would fail, and `optimize`
+would find that out only after profiling. `unstable_patterns` compares two such outputs
+line by line and, where the lines differ only in some whitespace-separated tokens, writes
+one regular expression per line that masks those tokens and nothing after them, anchored at
+the line's start with its other tokens spelled out: the rest of the line (and every other
+line) is still checked byte for byte. When the outputs differ otherwise (another number of
+lines, or of tokens in a line), there is no such mask and the caller must ask the user.
+
+    >>> unstable_patterns(b"conflicts : 5519 (1944 /sec)\\nok\\n", b"conflicts : 5519 (1666 /sec)\\nok\\n")
+    ['(?m)^conflicts\\\\s+:\\\\s+5519\\\\s+\\\\S+']
+"""
+
+from __future__ import annotations
+
+import re
+
+# More unstable lines than this is not a timing line or two: better the user says what to ignore.
+MAX_UNSTABLE_LINES = 64
+
+_SPACE = re.compile(rb"(\s+)")
+
+
+def _tokens(line: bytes) -> list[bytes]:
+    """The line's tokens and the whitespace between them, alternating; starts with a token
+    (possibly empty, when the line starts with whitespace)."""
+    return _SPACE.split(line)
+
+
+def _line_pattern(a: bytes, b: bytes) -> str | None:
+    ta, tb = _tokens(a), _tokens(b)
+    if len(ta) != len(tb):
+        return None
+    differing = [i for i in range(0, len(ta), 2) if ta[i] != tb[i]]
+    if not differing or any(not ta[i] or not tb[i] for i in differing):
+        return None  # only whitespace differs, or a token appears in one line only
+    parts = []
+    for i in range(differing[-1] + 1):
+        if i % 2:  # the whitespace between two tokens
+            parts.append(r"\s+")
+        elif ta[i] != tb[i]:
+            parts.append(r"\S+")
+        else:
+            try:
+                parts.append(re.escape(ta[i].decode("utf-8")))
+            except UnicodeDecodeError:  # the pattern is text (bench_check encodes it as UTF-8)
+                return None
+    return "(?m)^" + "".join(parts)
+
+
+def unstable_patterns(a: bytes, b: bytes) -> list[str] | None:
+    """Patterns (for bench_check.normalizer) under which `a` and `b` are equal, masking only
+    tokens that differ; [] when they are equal already; None when no such patterns exist."""
+    if a == b:
+        return []
+    la, lb = a.split(b"\n"), b.split(b"\n")
+    if len(la) != len(lb):
+        return None
+    patterns: list[str] = []
+    for x, y in zip(la, lb):
+        if x == y:
+            continue
+        p = _line_pattern(x, y)
+        if p is None:
+            return None
+        if p not in patterns:
+            patterns.append(p)
+        if len(patterns) > MAX_UNSTABLE_LINES:
+            return None
+    return patterns

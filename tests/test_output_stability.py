@@ -1,0 +1,46 @@
+"""heaplayout/output_stability.py: masks for what differs between two outputs of identical runs."""
+
+from __future__ import annotations
+
+import doctest
+
+from heaplayout import output_stability
+from heaplayout.bench_check import normalizer
+from heaplayout.output_stability import unstable_patterns
+
+A = b"c restarts : 12\nconflicts : 5519 (1944 /sec)\nCPU time : 3.14 s\nSATISFIABLE\n"
+B = b"c restarts : 12\nconflicts : 5519 (1666 /sec)\nCPU time : 2.9 s\nSATISFIABLE\n"
+
+
+def test_doctest() -> None:
+    assert doctest.testmod(output_stability).failed == 0
+
+
+def test_masks_only_the_differing_tokens() -> None:
+    pats = unstable_patterns(A, B)
+    assert pats == [r"(?m)^conflicts\s+:\s+5519\s+\S+", r"(?m)^CPU\s+time\s+:\s+\S+"]
+    norm = normalizer(pats)
+    assert norm(A) == norm(B)
+    # a change anywhere else is still seen: the count on the masked line, the verdict line
+    assert norm(A.replace(b"5519", b"5520")) != norm(A)
+    assert norm(A.replace(b"SATISFIABLE", b"UNSATISFIABLE")) != norm(A)
+    assert norm(A.replace(b"/sec)", b"/min)")) != norm(A)  # tokens after the last differing one stay checked
+
+
+def test_equal_outputs_need_no_mask() -> None:
+    assert unstable_patterns(A, A) == []
+
+
+def test_no_mask_when_lines_or_tokens_differ_in_number() -> None:
+    assert unstable_patterns(b"a\nb\n", b"a\n") is None
+    assert unstable_patterns(b"x 1 2\n", b"x 1\n") is None
+    assert unstable_patterns(b"x  1\n", b"x 1\n") is None  # whitespace alone: not a token
+    many = b"".join(b"v%d %d\n" % (i, i) for i in range(100))
+    other = b"".join(b"v%d %d\n" % (i, i + 1) for i in range(100))
+    assert unstable_patterns(many, other) is None  # more unstable lines than a timing line or two
+
+
+def test_regex_characters_in_tokens_are_literal() -> None:
+    pats = unstable_patterns(b"[x] (a|b) 1.5\n", b"[x] (a|b) 2.5\n")
+    assert pats == [r"(?m)^\[x\]\s+\(a\|b\)\s+\S+"]
+    assert normalizer(pats)(b"[y] (a|b) 7\n") == b"[y] (a|b) 7\n"
