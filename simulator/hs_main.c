@@ -44,7 +44,7 @@ static hs_options opts;
 static hs_model* model;
 static const HChar* out_file = "hlsim.out.%p";
 static ULong pool_span = (16ULL << 30) + (16ULL << 20); /* runtime defaults: 16 GiB range + 16 MiB alignment */
-static ULong pool_hint = 0x200000000000ULL; /* runtime/src/tunables.h, HL_RANGE_HINT */
+static ULong pool_hint = 0x600000000000ULL; /* runtime/src/tunables.h, HL_RANGE_HINT */
 static ULong pool_chunk = 1ULL << 20;
 static Bool per_pool = True;
 static Bool pool_range_given;
@@ -409,7 +409,7 @@ static void hs_print_usage(void)
 "    --phys-index=yes|no          L2, LLC and DRAM rows see a pseudo-random page frame, as\n"
 "                                 physically indexed hardware does [no]\n"
 "    --pool-range=<lo>-<hi>       heaplayout pool range (hex), else detected\n"
-"    --pool-span=<bytes>, --pool-chunk=<bytes>, --pool-hint=<addr>  how to detect it [16G+16M, 1M, 0x200000000000]\n"
+"    --pool-span=<bytes>, --pool-chunk=<bytes>, --pool-hint=<addr>  how to detect it [16G+16M, 1M, 0x600000000000]\n"
 "    --per-pool=yes|no            attribute misses to heaplayout pools [yes]\n"
 "    --contexts=yes|no            track heap objects (malloc-family entries and returns seen\n"
 "                                 by the tool; nothing replaced or wrapped) and attribute\n"

@@ -19,14 +19,17 @@
  * stays well inside what valgrind can map for a client. */
 #define HL_DEFAULT_RANGE (16ull << 30)
 /* The range is mapped as the pools need it, from HL_RANGE_HINT up, at first HL_RANGE_STEP
- * bytes (or a chunk, if larger) and then doubling: mapping all of it at start made every program's virtual size
- * 16 GiB larger, which programs that print their memory use print (minisat's "Memory
- * used"), and which an address-space limit (ulimit -v) refused, leaving the program
- * unoptimized. The hint lies far below where the kernel puts mmaps (top-down from 128 TiB)
- * and the PIE images with their brk heaps (0x55.., about 85 TiB), so the addresses above
- * it stay free to grow into; where they are not (another mapping, a kernel without
- * MAP_FIXED_NOREPLACE), the whole range is mapped at start instead, as before. */
-#define HL_RANGE_HINT 0x200000000000ull
+ * bytes (or a chunk, if larger) and then doubling: mapping all of it at start made every
+ * program's virtual size 16 GiB larger, which programs that print their memory use print
+ * (minisat's "Memory used"), and which an address-space limit (ulimit -v) refused, leaving
+ * the program unoptimized. The hint, 96 TiB, lies between the PIE images with their brk
+ * heaps (0x55.., about 85 TiB, plus ASLR's 1 TiB) and the kernel's mmap area (top-down from
+ * below 128 TiB), so the addresses above it stay free to grow into, and pooled objects lie
+ * above the brk heap as they did when the whole range was an mmap: programs that order
+ * objects by address (graphviz dot's node IDs) print what they printed then; at 32 TiB,
+ * below the brk heap, dot's coordinates changed. Where the hint is taken (another mapping,
+ * a kernel without MAP_FIXED_NOREPLACE), the whole range is mapped at start instead. */
+#define HL_RANGE_HINT 0x600000000000ull
 #define HL_RANGE_STEP (16ull << 20)
 
 /* (env HEAPLAYOUT_CC_BLOCK) ccmalloc: a cc-block of 256 bytes (a few cache lines). */

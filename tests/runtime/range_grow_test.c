@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define HINT 0x200000000000ull /* runtime/src/tunables.h, HL_RANGE_HINT */
+#define HINT 0x600000000000ull /* runtime/src/tunables.h, HL_RANGE_HINT */
 #define FIRST (16ull << 20)     /* HL_RANGE_STEP */
 
 static void block(uintptr_t at) {
