@@ -234,3 +234,20 @@ def test_a_report_past_its_time_is_given_up_with_its_command(tmp_path):
     # with time, the child's own answer comes back (here: the profile is not one)
     page, why = write_report_within(tmp_path, doc, 60.0)
     assert page is None and "not a heaplayout profile" in why
+
+
+def test_a_static_executable_is_refused_at_once(tmp_path):
+    """LD_PRELOAD does not reach a statically linked program: optimize says so instead of
+    racing configurations that all run the program's own malloc; bench warns."""
+    import subprocess
+
+    src = tmp_path / "st.c"
+    src.write_text('#include <stdio.h>\n#include <stdlib.h>\nint main(void) { char *p = malloc(64); p[0] = 7; '
+                   'printf("%d\\n", p[0]); free(p); return 0; }\n')
+    exe = tmp_path / "st"
+    subprocess.run(["gcc", "-O1", "-static", str(src), "-o", str(exe)], check=True)
+    r = optimize("--budget", "30", "-o", str(tmp_path / "o"), "--", str(exe))
+    assert r.returncode == 2 and b"statically linked" in r.stderr, r.stderr.decode()
+    assert not (tmp_path / "o" / "optimize.json").exists()
+    r = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", "glibc,mimalloc", "--", str(exe)])
+    assert b"statically linked" in r.stderr

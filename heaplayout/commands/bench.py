@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from .. import bench as engine
-from .. import paths
+from .. import elf, paths
 from ..bench_check import check_patterns, ignoring_digest
 from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
@@ -118,6 +118,9 @@ def bench_command(args: argparse.Namespace) -> int:
         if args.only:
             raise engine.BenchError("--only applies to --suite")
         program = engine.resolve_program(args.program)
+        if elf.is_static_executable(Path(program[0])):
+            print(f"{PROG}: warning: {program[0]} is statically linked: LD_PRELOAD has no effect on it, so every "
+                  "configuration runs the program's own malloc", file=sys.stderr)
         return _bench_program(args, configs, cache, program)
     except engine.BenchError as err:
         return _error(str(err))

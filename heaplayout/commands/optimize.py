@@ -34,7 +34,7 @@ import time
 import shutil
 from pathlib import Path
 
-from .. import allocators, paths
+from .. import allocators, elf, paths
 from ..bench_check import check_patterns, first_difference, ignoring_digest, normalizer, stderr_tail
 from ..bench_config import BenchError, config_env, parse_config, program_env, resolve_program
 from ..bench_launch import build_launcher, fmt_seconds, run_once
@@ -174,6 +174,9 @@ def optimize_command(args: argparse.Namespace) -> int:
         if not args.program:
             raise UsageError("no program given; usage: heaplayout optimize [options] -- PROG [ARGS...]")
         program = resolve_program(args.program)
+        if elf.is_static_executable(Path(program[0])):
+            raise UsageError(f"{program[0]} is statically linked: neither an allocator nor the runtime can be "
+                             "preloaded into it, so every configuration would run its own malloc; nothing to choose")
         stdin = check_stdin_file(args.stdin)
         train_stdin = check_stdin_file(args.train_stdin) if args.train_stdin else stdin
         allocs = _allocator_list(args.allocator)
