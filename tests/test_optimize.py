@@ -251,3 +251,8 @@ def test_a_static_executable_is_refused_at_once(tmp_path):
     assert not (tmp_path / "o" / "optimize.json").exists()
     r = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", "glibc,mimalloc", "--", str(exe)])
     assert b"statically linked" in r.stderr
+    # profile and simulate warn too, and still run the program
+    r = run_program(CLI + ["profile", "-o", str(tmp_path / "st.prof"), "--", str(exe)])
+    assert r.returncode == 0 and b"statically linked" in r.stderr and r.stdout == b"7\n"
+    r = run_program(CLI + ["simulate", "--", str(exe)])
+    assert r.returncode == 0 and b"statically linked" in r.stderr

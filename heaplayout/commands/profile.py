@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .. import paths
+from .. import elf, paths
 from ..program_input import check_stdin_file, redirect_stdin
 from ..profile_merge import merge_profiles
 from ..profile_model import Profile
@@ -144,6 +144,11 @@ def profile_command(args: argparse.Namespace) -> int:
     if not valgrind:
         print(f"heaplayout profile: {args.valgrind} not found (install the valgrind package)", file=sys.stderr)
         return 2
+    exe = shutil.which(args.program[0])
+    if exe and elf.is_static_executable(Path(exe)):
+        print(f"heaplayout profile: warning: {args.program[0]} is statically linked: the profiler sees allocations "
+              "through the dynamic loader, which this program does not use, so the profile will hold no heap "
+              "objects", file=sys.stderr)
     out = os.path.abspath(args.output or "heaplayout.profile")
     argv = tool_argv(args, out) + list(args.program)
     env = dict(os.environ)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+from pathlib import Path
 
-from .. import allocators, paths
+from .. import allocators, elf, paths
 from ..program_input import check_stdin_file
 from ..sim_clocks import DEFAULT_SCALE
 from ..simulate import (CACHEGRIND_GEOMETRY, PREFETCHERS, SimOptions, SimulateError, format_result,
@@ -142,6 +144,11 @@ def simulate_command(args: argparse.Namespace) -> int:
         opts = options_from_args(args)
         opts.client_env()  # validate the layout settings before the long run
         stdin = check_stdin_file(args.stdin)
+        exe = shutil.which(args.program[0])
+        if exe and elf.is_static_executable(Path(exe)):
+            print(f"heaplayout simulate: warning: {args.program[0]} is statically linked: LD_PRELOAD has no effect "
+                  "on it, so the layout simulated is its own malloc's whatever --policy and --allocator say",
+                  file=sys.stderr)
         if args.study:
             if stdin is not None:
                 raise ValueError("--stdin is not supported with --study yet (heaplayout/study.py runs read /dev/null)")
