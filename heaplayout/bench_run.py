@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 
 from .bench_cachegrind import CacheCounts, CacheSpec, run_cachegrind
 from .bench_check import Mismatch, compare_run, stderr_tail
+from .output_stability import unstable_patterns
 from .bench_config import BenchError, Config, config_env, program_env
 from .bench_launch import ExitStatus, RunResult, build_launcher, fmt_seconds, launcher_rss_floor, run_once, sha256_file
 from .bench_stats import Spread, paired_ratios, spread
@@ -63,6 +64,9 @@ class BenchResult:
     reference_status: ExitStatus | None = None
     started_utc: str = ""
     baseline_unstable: bool = False
+    # when the baseline's runs differed token for token within lines: --ignore patterns that
+    # mask the difference (output_stability), to suggest; None otherwise
+    baseline_masks: list[str] | None = None
     launcher: str = ""
     stdin: Path | None = None  # the file every run reads on stdin (--stdin), else /dev/null
 
@@ -112,7 +116,8 @@ Progress = Callable[[str], None]
 def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, runs: int = 5, warmup: int = 1,
               cache: CacheSpec | None = None, progress: Progress | None = None,
               base_env: dict[str, str] | None = None,
-              digest: Callable[[Path], str] | None = None, stdin: Path | None = None) -> BenchResult:
+              digest: Callable[[Path], str] | None = None, stdin: Path | None = None,
+              normalize: Callable[[bytes], bytes] | None = None) -> BenchResult:
     """Run every configuration `warmup` + `runs` times, interleaved, then (with `cache`) once
     each under cachegrind. Every run's exit status and stdout are compared with the
     baseline's first run. Temporary files go to `workdir` (which the caller cleans up).
@@ -157,6 +162,9 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
                 detail += f"; its stderr ends: {tail}"
         results[label].mismatches.append(Mismatch(label, rnd, is_warmup, diff[0], detail, kind))
         if label == baseline:
+            if not bench.baseline_unstable and diff[0] == "stdout":
+                same = normalize or (lambda data: data)
+                bench.baseline_masks = unstable_patterns(same(ref[1].read_bytes()), same(out.read_bytes()))
             bench.baseline_unstable = True
         if label in kept:
             out.unlink(missing_ok=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import bench as engine
 from .. import elf, paths
-from ..bench_check import check_patterns, ignoring_digest
+from ..bench_check import check_patterns, ignoring_digest, normalizer
 from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
 
@@ -137,6 +137,10 @@ def _report_failures(bench: engine.BenchResult, name: str = "") -> None:
     if bench.baseline_unstable:
         print(prefix + f"the baseline {baseline!r} itself gave different outputs: the program is not "
               "deterministic, so output checks cannot be trusted", file=sys.stderr)
+        if bench.baseline_masks:
+            print(prefix + "its runs differed only in tokens of these lines (timings?); to leave them out of the "
+                  "check, run again with " + " ".join(f"--ignore {shlex.quote(m)}" for m in bench.baseline_masks),
+                  file=sys.stderr)
     if bench.reference_status is not None and not bench.reference_status.ok:
         print(prefix + f"warning: the baseline's first run did not exit 0: {bench.reference_status.describe()}",
               file=sys.stderr)
@@ -147,7 +151,8 @@ def _bench_program(args: argparse.Namespace, configs: list[engine.Config], cache
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-bench-"))
     try:
         bench = engine.run_bench(program, configs, tmp, runs=args.runs, warmup=args.warmup, cache=cache,
-                                 progress=_progress, stdin=args.stdin, digest=args.digest)
+                                 progress=_progress, stdin=args.stdin, digest=args.digest,
+                                 normalize=normalizer(args.ignore))
         header, rows = engine.table_rows(bench)
         print(engine.describe_run(bench))
         print(engine.format_table(header, rows))
