@@ -256,13 +256,18 @@ static HL_NOINLINE __attribute__((noclone)) void *realloc_full(void *p, size_t s
 
 /* realloc(NULL, n) is malloc(n), and programs that allocate through one realloc call (lua's
  * allocator function) do most of their allocating so: the site-direct pop first, as malloc
- * (the full path cost lua5.4 about 55 instructions per object more), with no frame. */
+ * (the full path cost lua5.4 about 55 instructions per object more), with no frame, and a
+ * missed pop goes on as malloc's does (a jump: the return address stays the program's), to
+ * the chain cache of walk sites and the policy's full path. Through realloc_full,
+ * realloc_from and hl_malloc_from that cost about 50 instructions more per object at a walk
+ * site (lua5.4's allocator function under dpa: docs/results.md §25). */
 HL_EXPORT __attribute__((noinline, optimize("omit-frame-pointer"))) void *realloc(void *p, size_t size) {
   if (p == NULL) {
     void *q = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));
     if (HL_LIKELY(q > HL_FORWARD)) return q;
     if (q == HL_FORWARD || atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed))
       return hl_next_alloc.malloc(size);
+    return malloc_missed(size);
   }
   return realloc_full(p, size);
 }
