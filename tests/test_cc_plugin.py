@@ -39,7 +39,7 @@ def plugin(build_dir: Path) -> Path:
 
 
 def compile_with(tmp: Path, name: str, sources: dict[str, str], *, pooled: bool, extra: list[str] | None = None,
-                 stats: Path | None = None) -> Path:
+                 stats: Path | None = None, env: dict[str, str] | None = None) -> Path:
     """Build an executable from C sources: `heaplayout cc` if pooled, else plain clang-16."""
     files = []
     for fname, text in sources.items():
@@ -53,18 +53,19 @@ def compile_with(tmp: Path, name: str, sources: dict[str, str], *, pooled: bool,
         cmd = [sys.executable, "-m", "heaplayout.cli", "cc", *ours, *args]
     else:
         cmd = ["clang-16", *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env={**os.environ, **(env or {})})
     assert r.returncode == 0, r.stderr
     return out
 
 
-def emit_ir(tmp: Path, source: str, stats: Path | None = None, options: list[str] | None = None) -> str:
+def emit_ir(tmp: Path, source: str, stats: Path | None = None, options: list[str] | None = None,
+            env: dict[str, str] | None = None) -> str:
     f = tmp / "snippet.c"
     f.write_text(source)
     out = tmp / "snippet.ll"
     ours = ([f"--stats-file={stats}"] if stats else []) + (options or [])
     cmd = [sys.executable, "-m", "heaplayout.cli", "cc", *ours, "-O2", "-S", "-emit-llvm", str(f), "-o", str(out)]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env={**os.environ, **(env or {})})
     assert r.returncode == 0, r.stderr
     return out.read_text()
 
@@ -82,10 +83,11 @@ def run(exe: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60, env=e)
 
 
-def same_behaviour(tmp: Path, sources: dict[str, str], *args: str, stats: Path | None = None) -> str:
+def same_behaviour(tmp: Path, sources: dict[str, str], *args: str, stats: Path | None = None,
+                   env: dict[str, str] | None = None) -> str:
     """Both builds print the same and exit the same; returns the pooled build's stdout."""
     base = run(compile_with(tmp, "plain", sources, pooled=False), *args)
-    pooled = run(compile_with(tmp, "pooled", sources, pooled=True, stats=stats), *args)
+    pooled = run(compile_with(tmp, "pooled", sources, pooled=True, stats=stats, env=env), *args)
     assert (pooled.stdout, pooled.returncode) == (base.stdout, base.returncode), pooled.stderr
     return pooled.stdout
 
@@ -457,6 +459,168 @@ def test_recursive_owner_gets_no_stack_descriptor(tmp_path: Path, plugin: Path) 
     stats = tmp_path / "s.jsonl"
     assert same_behaviour(tmp_path, {"deep.c": DEEP_RECURSION}, "20000", stats=stats).strip()
     assert any("recursive" in k for k in stats_of(stats)[0]["kept_reasons"])
+
+
+def pool_objects_and_live(exe: Path, *args: str) -> tuple[int, int]:
+    """The runtime's count of pool.h objects and of those never freed (HEAPLAYOUT_STATS=1;
+    pools are counted when destroyed)."""
+    r = run(exe, *args, env={"HEAPLAYOUT_STATS": "1"})
+    m = re.search(r"\(pool\.h\)\s+(\d+)\s+\d+\s+\d+\s+-?\d+\s+(\d+)", r.stderr)
+    assert m, r.stderr
+    return int(m.group(1)), int(m.group(2))
+
+
+NO_FREE_ELIM = {"HEAPLAYOUT_CC_NO_FREE_ELIM": "1"}
+
+# Build, use, destroy (APA 4.3): both lists are freed element by element just before their
+# owner returns, one in the owner's own loop and one by a helper (a clone given the pool).
+FREE_AT_END = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+__attribute__((noinline)) static node *build(long n) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i * 3 + 1; x->next = l; l = x; }
+  return l;
+}
+__attribute__((noinline)) static long sum(node *l) { long s = 0; for (; l; l = l->next) s = s * 7 + l->v; return s; }
+__attribute__((noinline)) static void release(node *l) { while (l) { node *t = l->next; free(l); l = t; } }
+__attribute__((noinline)) static long inline_loop(long n) {
+  node *l = build(n);
+  long s = sum(l);
+  while (l) { node *t = l->next; free(l); l = t; }
+  return s;
+}
+__attribute__((noinline)) static long by_helper(long n) {
+  node *l = build(n);
+  long s = sum(l);
+  release(l);
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", inline_loop(n), by_helper(n + 1));
+  return 0;
+}
+"""
+
+
+def test_frees_before_the_pool_is_destroyed_are_eliminated(tmp_path: Path, plugin: Path) -> None:
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, FREE_AT_END, stats)
+    record = stats_of(stats)[0]
+    # the owner's loop and the helper's clone: every free rewritten to a pool is gone
+    assert record["free_sites_pooled"] >= 2 and record["free_sites_eliminated"] == record["free_sites_pooled"], record
+    assert "@poolfree(" not in ir
+    kept = emit_ir(tmp_path, FREE_AT_END, stats, env=NO_FREE_ELIM)
+    assert "@poolfree(" in kept and stats_of(stats)[1]["free_sites_eliminated"] == 0
+    n = 3000
+    assert same_behaviour(tmp_path, {"end.c": FREE_AT_END}, str(n)).strip()
+    objects, live = pool_objects_and_live(tmp_path / "pooled", str(n))
+    assert objects == n + (n + 1) and live == objects  # no poolfree ran: pooldestroy released them
+    same_behaviour(tmp_path, {"end.c": FREE_AT_END}, str(n), env=NO_FREE_ELIM)
+    assert pool_objects_and_live(tmp_path / "pooled", str(n)) == (objects, 0)
+
+
+# Frees whose slots are allocated again before the pool goes: through a clone that
+# allocates from the same pool (rebuild) and by malloc in the same loop (replace_all).
+FREE_THEN_ALLOC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+__attribute__((noinline)) static node *build(long n, long k) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i ^ k; x->next = l; l = x; }
+  return l;
+}
+__attribute__((noinline)) static long rebuild(long n, long rounds) {
+  node *l = build(n, 0);
+  long s = 0;
+  for (long r = 1; r <= rounds; r++) {
+    while (l) { node *t = l->next; s += l->v; free(l); l = t; }
+    l = build(n, r);
+  }
+  for (node *x = l; x; x = x->next) s += x->v;
+  return s;
+}
+__attribute__((noinline)) static long replace_all(long n, long rounds) {
+  node *l = build(n, 5);
+  long s = 0;
+  for (long r = 0; r < rounds; r++)
+    for (node **p = &l; *p; p = &(*p)->next) {
+      node *x = malloc(sizeof *x); x->v = (*p)->v + r; x->next = (*p)->next; s += x->v;
+      free(*p); *p = x;
+    }
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", rebuild(n, 4), replace_all(n, 3));
+  return 0;
+}
+"""
+
+
+def test_frees_followed_by_allocation_from_the_pool_are_kept(tmp_path: Path, plugin: Path) -> None:
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, FREE_THEN_ALLOC, stats)
+    record = stats_of(stats)[0]
+    assert record["free_sites_pooled"] >= 2 and record["free_sites_eliminated"] == 0, record
+    for f in ("rebuild", "replace_all"):
+        assert "@poolfree(" in function_body(ir, f), f
+    n = 2000
+    assert same_behaviour(tmp_path, {"churn.c": FREE_THEN_ALLOC}, str(n)).strip()
+    objects, live = pool_objects_and_live(tmp_path / "pooled", str(n))
+    # rebuild: 5 lists, the last never freed; replace_all: 4 generations, the last never freed
+    assert objects == 5 * n + 4 * n and live == 2 * n, (objects, live)
+
+
+FREE_THEN_UNKNOWN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+void hook(long s);                 /* defined in another translation unit */
+__attribute__((noinline)) static node *build(long n) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i; x->next = l; l = x; }
+  return l;
+}
+__attribute__((noinline)) static long then_unknown(long n) {
+  node *l = build(n); long s = 0;
+  for (node *x = l; x; x = x->next) s += x->v;
+  while (l) { node *t = l->next; free(l); l = t; }
+  hook(s);
+  return s;
+}
+__attribute__((noinline)) static long then_printf(long n) {
+  node *l = build(n); long s = 0;
+  for (node *x = l; x; x = x->next) s ^= x->v;
+  while (l) { node *t = l->next; free(l); l = t; }
+  printf("x %ld\n", s);
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", then_unknown(n), then_printf(n));
+  return 0;
+}
+"""
+HOOK = r"""
+#include <stdio.h>
+void hook(long s) { printf("hook %ld\n", s); }
+"""
+
+
+def test_free_followed_by_an_unknown_call_is_kept(tmp_path: Path, plugin: Path) -> None:
+    """Code the analysis cannot see counts as an allocation; a C library call it knows does not."""
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, FREE_THEN_UNKNOWN, stats)
+    assert "@poolfree(" in function_body(ir, "then_unknown")
+    assert "@poolfree(" not in function_body(ir, "then_printf")
+    assert re.search(r"@pool(create|init_bp)", function_body(ir, "then_unknown"))
+    record = stats_of(stats)[0]
+    assert record["free_sites_eliminated"] == 1 and record["free_sites_pooled"] == 2, record
+    assert same_behaviour(tmp_path, {"unk.c": FREE_THEN_UNKNOWN, "hook.c": HOOK}, "1500").strip()
 
 
 def test_driver_flags() -> None:

@@ -54,6 +54,8 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
     std::vector<hlapa::SCCPlan> Plans = hlapa::planPools(BU, GG, PO);
     hlapa::TransformOptions TO;
     TO.BumpPointer = hlapa::DefaultBumpPointer && !envIs1(hlapa::EnvNoBumpPointer);
+    TO.FreeElim = hlapa::DefaultFreeElim && !envIs1(hlapa::EnvNoFreeElim);
+    TO.Debug = envIs1(hlapa::EnvDebug);
     hlapa::Statistics Stats;
     Stats.Module = M.getSourceFileName();
     Stats.SCCs = BU.sccs().size();

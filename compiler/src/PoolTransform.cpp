@@ -1,5 +1,6 @@
 // Rewriting functions to use pools (APA figure 4, lines 12-20, with the per-TU cloning).
 #include "PoolTransform.h"
+#include "PoolFreeElim.h"
 #include "Tunables.h"
 
 #include "llvm/IR/IRBuilder.h"
@@ -65,6 +66,7 @@ private:
   PoolAPI API;
   std::map<Function *, Function *> Clones;
   std::map<const Function *, unsigned> PoolParams; // clone -> pool parameters added
+  std::map<Function *, std::vector<AllocaInst *>> LocalPools; // descriptors each function owns
   std::map<const CallBase *, const char *> KeptReason;
   std::set<const CallBase *> Fallbacks; // the malloc branch behind a null pool parameter
   std::map<const DSNode *, GlobalVariable *> GlobalPools;
@@ -374,8 +376,7 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
       if (auto *R = dyn_cast<ReturnInst>(BB.getTerminator())) Returns.push_back(R);
     for (ReturnInst *R : Returns)
       for (AllocaInst *A : Locals) CallInst::Create(API.Destroy, {A}, "", R);
-    if (Opts.BumpPointer)
-      for (AllocaInst *A : Locals) useBumpPointer(A);
+    LocalPools[V] = Locals;
   }
 }
 
@@ -447,9 +448,19 @@ bool Transformer::run() {
   }
   // An internal original nobody calls any more is dead: the clones replaced it.
   for (auto &KV : Clones)
-    if (KV.first->hasLocalLinkage() && KV.first->use_empty()) KV.first->eraseFromParent();
+    if (KV.first->hasLocalLinkage() && KV.first->use_empty()) {
+      LocalPools.erase(KV.first);
+      KV.first->eraseFromParent();
+    }
+  // Both need every call of every pool in place: a free in a clone is judged by its callers,
+  // and a pool whose last frees go may become a bump-pointer pool.
+  if (Opts.FreeElim) Stats.FreeSitesEliminated = eliminatePoolFrees(M, LocalPools, PoolParams, Opts.Debug);
+  if (Opts.BumpPointer)
+    for (auto &KV : LocalPools)
+      for (AllocaInst *A : KV.second) useBumpPointer(A);
   Stats.GlobalPools = GlobalPools.size();
   collectStatistics();
+  Stats.FreeSitesPooled += Stats.FreeSitesEliminated; // counted as rewritten, then removed
   return true;
 }
 

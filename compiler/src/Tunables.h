@@ -17,12 +17,16 @@ constexpr const char *EnvNoSelective = "HEAPLAYOUT_CC_NO_SELECTIVE"; // "1": poo
 constexpr const char *EnvWholeProgram = "HEAPLAYOUT_CC_WHOLE_PROGRAM"; // "1": this TU is the program
 constexpr const char *EnvCollocate = "HEAPLAYOUT_CC_COLLOCATE"; // "maximal": MaximalDS (APA 6)
 constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": never use _bp pools
+constexpr const char *EnvNoFreeElim = "HEAPLAYOUT_CC_NO_FREE_ELIM";  // "1": keep every poolfree
 
 // Selective PA (APA 5.1) on by default: the paper found it never hurts and saves a pool
 // (1 KiB descriptor + a chunk) per singleton object.
 constexpr bool DefaultSelectivePA = true;
 // Bump-pointer pools (APA 5.3) on by default: same objects, no free-list bookkeeping.
 constexpr bool DefaultBumpPointer = true;
+// Pool-free elimination (APA 4.3) on by default: it removes only frees whose slot no later
+// allocation could reuse before pooldestroy releases the whole pool, so peak memory stays.
+constexpr bool DefaultFreeElim = true;
 
 // Constructor priority of the function that creates global pools: 101 is the first one
 // not reserved for the implementation, so it runs before the program's own constructors.
