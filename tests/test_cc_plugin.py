@@ -39,7 +39,8 @@ def plugin(build_dir: Path) -> Path:
 
 
 def compile_with(tmp: Path, name: str, sources: dict[str, str], *, pooled: bool, extra: list[str] | None = None,
-                 stats: Path | None = None, env: dict[str, str] | None = None) -> Path:
+                 stats: Path | None = None, env: dict[str, str] | None = None,
+                 options: list[str] | None = None) -> Path:
     """Build an executable from C sources: `heaplayout cc` if pooled, else plain clang-16."""
     files = []
     for fname, text in sources.items():
@@ -49,7 +50,7 @@ def compile_with(tmp: Path, name: str, sources: dict[str, str], *, pooled: bool,
     out = tmp / name
     args = ["-O2", "-g", *files, *(extra or []), "-o", str(out)]
     if pooled:
-        ours = [f"--stats-file={stats}"] if stats else []
+        ours = ([f"--stats-file={stats}"] if stats else []) + (options or [])
         cmd = [sys.executable, "-m", "heaplayout.cli", "cc", *ours, *args]
     else:
         cmd = ["clang-16", *args]
@@ -84,10 +85,10 @@ def run(exe: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.
 
 
 def same_behaviour(tmp: Path, sources: dict[str, str], *args: str, stats: Path | None = None,
-                   env: dict[str, str] | None = None) -> str:
+                   env: dict[str, str] | None = None, options: list[str] | None = None) -> str:
     """Both builds print the same and exit the same; returns the pooled build's stdout."""
     base = run(compile_with(tmp, "plain", sources, pooled=False), *args)
-    pooled = run(compile_with(tmp, "pooled", sources, pooled=True, stats=stats, env=env), *args)
+    pooled = run(compile_with(tmp, "pooled", sources, pooled=True, stats=stats, env=env, options=options), *args)
     assert (pooled.stdout, pooled.returncode) == (base.stdout, base.returncode), pooled.stderr
     return pooled.stdout
 
@@ -437,6 +438,82 @@ def test_maximal_ds_collocates_connected_nodes(tmp_path: Path, plugin: Path) -> 
     assert len(creates) == 1, function_body(ir, "run")
 
 
+# APA section 6's OnePoolPerCollection. A tree (a cycle: a collection) whose nodes hold lists
+# (another collection) of records (not a collection, reached only through the lists).
+TREE_OF_LISTS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct rec { long key, hits; } rec;
+typedef struct item { struct item *next; rec *payload; } item;
+typedef struct tree { struct tree *left, *right; item *items; } tree;
+__attribute__((noinline)) static tree *grow(int depth, long *next) {
+  if (depth == 0) return 0;
+  tree *t = malloc(sizeof *t);
+  t->items = 0;
+  for (int i = 0; i < depth; i++) {
+    item *it = malloc(sizeof *it);
+    it->payload = malloc(sizeof *it->payload);
+    it->payload->key = (*next)++; it->payload->hits = 0;
+    it->next = t->items; t->items = it;
+  }
+  t->left = grow(depth - 1, next);
+  t->right = grow(depth - 1, next);
+  return t;
+}
+__attribute__((noinline)) static long visit(tree *t) {
+  if (!t) return 0;
+  long s = 0;
+  for (item *it = t->items; it; it = it->next) { it->payload->hits++; s += it->payload->key * it->payload->hits; }
+  return s + 3 * visit(t->left) + visit(t->right);
+}
+__attribute__((noinline)) static long run(int depth) {
+  long next = 0;
+  tree *root = grow(depth, &next);
+  return visit(root) ^ visit(root);
+}
+int main(int argc, char **argv) { printf("%ld\n", run(argc > 1 ? atoi(argv[1]) : 10)); return 0; }
+"""
+# Two lists (two collections) whose cells point to one set of shared records, and the first
+# list's cells also to private notes: the notes follow their one list, the shared records
+# (reached from both collections) keep a pool of their own.
+SHARED_RECORDS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct rec { long key; } rec;
+typedef struct note { long tag; } note;
+typedef struct cell { struct cell *next; rec *shared; note *own; } cell;
+__attribute__((noinline)) static long run(long n) {
+  cell *a = 0, *b = 0;
+  for (long i = 0; i < n; i++) {
+    cell *x = malloc(sizeof *x), *y = malloc(sizeof *y);
+    x->shared = malloc(sizeof *x->shared); x->shared->key = i;
+    x->own = malloc(sizeof *x->own); x->own->tag = i * 5;
+    y->shared = x->shared; y->own = 0;
+    x->next = a; a = x; y->next = b; b = y;
+  }
+  long s = 0;
+  for (cell *c = a; c; c = c->next) s += c->shared->key * 3 + c->own->tag;
+  for (cell *c = b; c; c = c->next) s ^= c->shared->key;
+  return s;
+}
+int main(int argc, char **argv) { printf("%ld\n", run(argc > 1 ? atol(argv[1]) : 10)); return 0; }
+"""
+
+
+@pytest.mark.parametrize("source,pools", [
+    # tree | items | records  ->  tree | items + records  ->  one connected structure
+    (TREE_OF_LISTS, {"node": 3, "collection": 2, "maximal": 1}),
+    # list a | list b | shared | notes  ->  a + notes | b | shared  ->  one
+    (SHARED_RECORDS, {"node": 4, "collection": 3, "maximal": 1}),
+], ids=["tree-of-lists", "shared-records"])
+def test_one_pool_per_collection(tmp_path: Path, plugin: Path, source: str, pools: dict[str, int]) -> None:
+    for heuristic, expected in pools.items():
+        ir = emit_ir(tmp_path, source, options=[f"--collocate={heuristic}"])
+        creates = re.findall(r"call void @pool(?:create|init_bp)\(", function_body(ir, "run"))
+        assert len(creates) == expected, (heuristic, function_body(ir, "run"))
+    assert same_behaviour(tmp_path, {"coll.c": source}, "9", options=["--collocate=collection"]).strip()
+
+
 DEEP_RECURSION = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -628,6 +705,7 @@ def test_driver_flags() -> None:
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]
     assert not cc.links(["-O2", "-c", "a.c"]) and cc.links(["a.o", "-o", "a"]) and not cc.links(["--version"])
     assert cc.split_options(["--collocate=maximal", "a.c"])[0]["collocate"] == "maximal"
+    assert cc.split_options(["--collocate=collection", "a.c"])[0]["collocate"] == "collection"
     with pytest.raises(ValueError):
         cc.split_options(["--collocate=sideways", "a.c"])
 

@@ -15,7 +15,7 @@ constexpr const char *EnvDebug = "HEAPLAYOUT_CC_DEBUG";      // "1": print the D
 constexpr const char *EnvDisable = "HEAPLAYOUT_CC_DISABLE";  // "1": run nothing (A/B builds)
 constexpr const char *EnvNoSelective = "HEAPLAYOUT_CC_NO_SELECTIVE"; // "1": pool singletons too
 constexpr const char *EnvWholeProgram = "HEAPLAYOUT_CC_WHOLE_PROGRAM"; // "1": this TU is the program
-constexpr const char *EnvCollocate = "HEAPLAYOUT_CC_COLLOCATE"; // "maximal": MaximalDS (APA 6)
+constexpr const char *EnvCollocate = "HEAPLAYOUT_CC_COLLOCATE"; // "maximal": MaximalDS, "collection": OnePoolPerCollection (APA 6)
 constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": never use _bp pools
 constexpr const char *EnvNoFreeElim = "HEAPLAYOUT_CC_NO_FREE_ELIM";  // "1": keep every poolfree
 
