@@ -347,6 +347,16 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
     if (NP.second.Kind == PoolKind::Local && NP.second.Owner == Orig && NP.second.Leader != NP.first)
       if (auto L = PM.find(NP.second.Leader); L != PM.end()) PM[NP.first] = L->second;
 
+  // Nodes first: redirecting a call replaces its result, and a free of that result would
+  // then find no node (Orig is rewritten in place when V is Orig).
+  std::map<const CallBase *, const DSNode *> MallocFamilyNode;
+  for (CallBase *OC : OrigCalls) {
+    CalleeKind K = BU.kindOf(OC);
+    if (K == CalleeKind::Malloc || K == CalleeKind::Calloc || K == CalleeKind::Realloc)
+      MallocFamilyNode[OC] = BU.nodeOf(OC, Orig);
+    else if (K == CalleeKind::Free)
+      MallocFamilyNode[OC] = BU.nodeOf(OC->getArgOperand(0), Orig);
+  }
   for (CallBase *OC : OrigCalls) {
     CallBase *VC = OC;
     if (IsClone) {
@@ -364,10 +374,8 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
       continue;
     }
     CalleeKind K = BU.kindOf(OC);
-    if (K == CalleeKind::Malloc || K == CalleeKind::Calloc || K == CalleeKind::Realloc)
-      rewriteMallocFamily(VC, K, poolFor(BU.nodeOf(OC, Orig), Plan, PM));
-    else if (K == CalleeKind::Free)
-      rewriteMallocFamily(VC, K, poolFor(BU.nodeOf(OC->getArgOperand(0), Orig), Plan, PM));
+    if (K == CalleeKind::Malloc || K == CalleeKind::Calloc || K == CalleeKind::Realloc || K == CalleeKind::Free)
+      rewriteMallocFamily(VC, K, poolFor(MallocFamilyNode[OC], Plan, PM));
   }
 
   if (!Locals.empty()) {
