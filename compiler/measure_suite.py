@@ -47,6 +47,8 @@ D1 = "--D1=32768,8,64"
 # ablation mode: name -> (driver options, plugin environment)
 ABLATIONS = {
     "apa-no-free-elim": ([], {"HEAPLAYOUT_CC_NO_FREE_ELIM": "1"}),
+    "apa-no-destroy-move": ([], {"HEAPLAYOUT_CC_NO_DESTROY_MOVE": "1"}),
+    "apa-neither": ([], {"HEAPLAYOUT_CC_NO_FREE_ELIM": "1", "HEAPLAYOUT_CC_NO_DESTROY_MOVE": "1"}),
     "apa-maximal": (["--collocate=maximal"], {}),
     "apa-collection": (["--collocate=collection"], {}),
 }

@@ -662,18 +662,19 @@ __attribute__((noinline)) static node *build(long n) {
   for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i; x->next = l; l = x; }
   return l;
 }
+/* the head is freed, then code the analysis cannot see runs while the rest is still in use */
 __attribute__((noinline)) static long then_unknown(long n) {
-  node *l = build(n); long s = 0;
+  node *l = build(n), *h = l; long s = 0;
+  l = l->next; free(h);
+  hook(n);
   for (node *x = l; x; x = x->next) s += x->v;
-  while (l) { node *t = l->next; free(l); l = t; }
-  hook(s);
   return s;
 }
 __attribute__((noinline)) static long then_printf(long n) {
-  node *l = build(n); long s = 0;
+  node *l = build(n), *h = l; long s = 0;
+  l = l->next; free(h);
+  printf("x %ld\n", n);
   for (node *x = l; x; x = x->next) s ^= x->v;
-  while (l) { node *t = l->next; free(l); l = t; }
-  printf("x %ld\n", s);
   return s;
 }
 int main(int argc, char **argv) {
@@ -698,6 +699,84 @@ def test_free_followed_by_an_unknown_call_is_kept(tmp_path: Path, plugin: Path) 
     record = stats_of(stats)[0]
     assert record["free_sites_eliminated"] == 1 and record["free_sites_pooled"] == 2, record
     assert same_behaviour(tmp_path, {"unk.c": FREE_THEN_UNKNOWN, "hook.c": HOOK}, "1500").strip()
+
+
+# APA 4.2: a local pool is destroyed after its last use. The uses are those of any pointer into
+# the pool, not only of its descriptor: reread's list is read again after the second phase.
+PHASES = r"""#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+__attribute__((noinline)) static node *build(long n, long k) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i * k + 1; x->next = l; l = x; }
+  return l;
+}
+__attribute__((noinline)) static long sum(node *l) { long s = 0; for (; l; l = l->next) s = s * 31 + l->v; return s; }
+/* a second phase with a data structure of its own, written all over */
+__attribute__((noinline)) static long scribble(long n) {
+  node *l = build(n, 7);
+  for (node *x = l; x; x = x->next) x->v = -x->v;
+  return sum(l);
+}
+__attribute__((noinline)) static long phases(long n) {
+  node *a = build(n, 3);
+  long s = sum(a);        /* the last use of a's objects */
+  s ^= scribble(n);
+  return s;
+}
+__attribute__((noinline)) static long reread(long n) {
+  node *a = build(n, 5);
+  long s = sum(a);
+  s ^= scribble(n);
+  s += sum(a);            /* a's objects are read again after the second phase */
+  return s;
+}
+/* one arm still reads the list, the other does not: a destroy on the edge into the second */
+__attribute__((noinline)) static long branchy(long n, int again) {
+  node *a = build(n, 9);
+  long s = sum(a);
+  if (again) { s ^= scribble(n); s += sum(a); }
+  else s ^= scribble(n);
+  return s;
+}
+/* leaving a loop that reads the list from two places, one a critical edge */
+__attribute__((noinline)) static long early_exit(long n, long stop) {
+  node *a = build(n, 1);
+  long s = 0;
+  for (node *x = a; x; x = x->next) {
+    if (x->v == stop) goto out;
+    s += x->v;
+  }
+  s = -s;
+out:
+  return s + scribble(n);
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", phases(n), reread(n));
+  printf("%ld %ld\n", branchy(n, 1), branchy(n, 0));
+  printf("%ld %ld\n", early_exit(n, n / 2), early_exit(n, -1));
+  return 0;
+}
+"""
+
+
+def test_pool_destroyed_after_its_last_use(tmp_path: Path, plugin: Path) -> None:
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, PHASES, stats)
+    phases, reread = function_body(ir, "phases"), function_body(ir, "reread")
+    # phases: the list is dead once summed, so its pool goes before the second phase runs
+    assert phases.index("@pooldestroy(") < phases.index("@scribble("), phases
+    # reread: the second sum reads the list, so the pool lives until after it
+    assert reread.rindex("@sum(") < reread.index("@pooldestroy("), reread
+    assert stats_of(stats)[0]["pools_destroyed_early"] >= 1
+    kept = emit_ir(tmp_path, PHASES, stats, env={"HEAPLAYOUT_CC_NO_DESTROY_MOVE": "1"})
+    phases = function_body(kept, "phases")
+    assert phases.index("@scribble(") < phases.index("@pooldestroy("), phases
+    assert stats_of(stats)[1]["pools_destroyed_early"] == 0
+    # a pool destroyed too early shows here: scribble's pool reuses the released memory
+    for n in ("5000", "777"):
+        assert same_behaviour(tmp_path, {"phases.c": PHASES}, n).strip()
 
 
 def test_driver_flags() -> None:

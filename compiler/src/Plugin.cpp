@@ -58,6 +58,7 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
     hlapa::TransformOptions TO;
     TO.BumpPointer = hlapa::DefaultBumpPointer && !envIs1(hlapa::EnvNoBumpPointer);
     TO.FreeElim = hlapa::DefaultFreeElim && !envIs1(hlapa::EnvNoFreeElim);
+    TO.PlaceDestroys = hlapa::DefaultPlaceDestroys && !envIs1(hlapa::EnvNoDestroyMove);
     TO.Debug = envIs1(hlapa::EnvDebug);
     hlapa::Statistics Stats;
     Stats.Module = M.getSourceFileName();

@@ -1,5 +1,6 @@
 // Rewriting functions to use pools (APA figure 4, lines 12-20, with the per-TU cloning).
 #include "PoolTransform.h"
+#include "PoolDestroyPlacement.h"
 #include "PoolFreeElim.h"
 #include "Tunables.h"
 
@@ -329,6 +330,15 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
     for (unsigned I = 0; I < Plan.ArgNodes.size(); ++I)
       PM[Plan.ArgNodes[I]] = PoolRef{V->getArg(Orig->arg_size() + I), true, ""};
 
+  // The facts for pooldestroy placement are taken from the function as the analysis saw it.
+  std::vector<const DSNode *> Leaders;
+  for (auto &NP : Plan.Nodes)
+    if (NP.second.Kind == PoolKind::Local && NP.second.Owner == Orig && NP.second.Leader == NP.first)
+      Leaders.push_back(NP.first);
+  std::unique_ptr<DestroyPlacement> Placement;
+  if (Opts.PlaceDestroys && !Leaders.empty())
+    Placement = std::make_unique<DestroyPlacement>(BU, Plan, Orig, V, VMap, Leaders);
+
   std::vector<AllocaInst *> Locals;
   BasicBlock &Entry = V->getEntryBlock();
   Instruction *AfterAllocas = &*Entry.getFirstInsertionPt();
@@ -385,6 +395,13 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
     for (ReturnInst *R : Returns)
       for (AllocaInst *A : Locals) CallInst::Create(API.Destroy, {A}, "", R);
     LocalPools[V] = Locals;
+    if (Placement) {
+      std::set<const Value *> Descriptors(Locals.begin(), Locals.end());
+      for (unsigned I = Orig->arg_size(); I < V->arg_size(); ++I) Descriptors.insert(V->getArg(I));
+      // Locals were made in the order of Leaders.
+      for (unsigned I = 0; I < Locals.size(); ++I)
+        Stats.PoolsDestroyedEarly += Placement->place(Locals[I], I, API.Destroy, Descriptors);
+    }
   }
 }
 

@@ -33,6 +33,7 @@ std::string Statistics::toJSON() const {
     << ",\"cloned_functions\":" << ClonedFunctions << ",\"pool_args_total\":" << PoolArgsTotal
     << ",\"pool_args_max\":" << PoolArgsMax << ",\"alloc_sites_pooled\":" << AllocSitesPooled
     << ",\"free_sites_pooled\":" << FreeSitesPooled << ",\"free_sites_eliminated\":" << FreeSitesEliminated
+    << ",\"pools_destroyed_early\":" << PoolsDestroyedEarly
     << ",\"alloc_sites_kept\":" << AllocSitesKept
     << ",\"analysis_seconds\":" << AnalysisSeconds << ",\"kept_reasons\":{";
   bool First = true;

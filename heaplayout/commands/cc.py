@@ -147,6 +147,7 @@ def summarize(records: list[dict]) -> str:
             f"{r['pool_args_total']} pool arguments (max {r['pool_args_max']}); "
             f"{r['alloc_sites_pooled']} allocation and {r['free_sites_pooled']} free calls on pools "
             f"({r.get('free_sites_eliminated', 0)} frees eliminated), "
+            f"{r.get('pools_destroyed_early', 0)} pools destroyed before a return, "
             f"{r['alloc_sites_kept']} allocation calls kept on malloc; analysis {r['analysis_seconds']:.4f} s"
         )
         for reason, n in sorted(r["kept_reasons"].items(), key=lambda kv: -kv[1]):
