@@ -12,8 +12,11 @@ without pools) and `heaplayout cc` (`apa`). Then either
   halo        the HALO plan on the unmodified (plain) build against apa: `heaplayout profile`
               of the small input, `heaplayout plan`, then interleaved rounds of the reference
               input: glibc, halo (the plain build under libheaplayout.so with the plan), apa
-and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind,halo} [--rounds N] [--maximal] [names...]
-(--maximal adds `heaplayout cc --collocate=maximal` builds to the timed variants).
+  ablation    instructions, D1 and LL misses of apa against apa with one optimization off or
+              one collocation heuristic on (the variants below) on the small input; every
+              variant's output must equal the plain build's
+and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind,halo,ablation} [--rounds N] [--maximal]
+[names...] (--maximal adds `heaplayout cc --collocate=maximal` builds to the timed variants).
 """
 
 from __future__ import annotations
@@ -40,6 +43,26 @@ PRELOADS = {
     "tcmalloc": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
 }
 LL = "--LL=4194304,16,64"  # a realistic last level (FACTS.md: the default hides LL misses)
+D1 = "--D1=32768,8,64"
+# ablation mode: name -> (driver options, plugin environment)
+ABLATIONS = {
+    "apa-no-free-elim": ([], {"HEAPLAYOUT_CC_NO_FREE_ELIM": "1"}),
+    "apa-no-destroy-move": ([], {"HEAPLAYOUT_CC_NO_DESTROY_MOVE": "1"}),
+    "apa-neither": ([], {"HEAPLAYOUT_CC_NO_FREE_ELIM": "1", "HEAPLAYOUT_CC_NO_DESTROY_MOVE": "1"}),
+    "apa-maximal": (["--collocate=maximal"], {}),
+    "apa-collection": (["--collocate=collection"], {}),
+}
+
+
+def build_ablations(out: Path, w) -> dict[str, Path]:
+    src = REPO / "workloads" / w.source
+    common = ["-O2", "-g", f"-I{src.parent}", str(src), "-lpthread"]
+    exes = {}
+    for name, (opts, env) in ABLATIONS.items():
+        exes[name] = out / f"{w.name}.{name}"
+        subprocess.run([sys.executable, "-m", "heaplayout.cli", "cc", *opts, *common, "-o", str(exes[name])],
+                       check=True, cwd=REPO, env={**os.environ, **env})
+    return exes
 
 
 def build(out: Path, w, maximal: bool = False) -> dict[str, Path]:
@@ -152,17 +175,18 @@ def cachegrind(exe: Path, args: list[str], env_extra: dict[str, str]) -> dict[st
         out = Path(d) / "cg.out"
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         env.update(env_extra)  # LD_PRELOAD in valgrind's own environment (FACTS.md)
-        r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", LL, f"--cachegrind-out-file={out}",
+        r = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=yes", D1, LL, f"--cachegrind-out-file={out}",
                             str(exe), *args], env=env, capture_output=True, text=True, check=True)
-        m = {k: int(v.replace(",", "")) for k, v in re.findall(r"==\d+== (D1  misses|LLd misses|D   refs):\s+([\d,]+)",
-                                                                    r.stderr)}
-        return {"D refs": m.get("D   refs", 0), "D1 misses": m.get("D1  misses", 0), "LLd misses": m.get("LLd misses", 0)}
+        m = {k: int(v.replace(",", "")) for k, v in
+             re.findall(r"==\d+== (I   refs|D1  misses|LLd misses|D   refs):\s+([\d,]+)", r.stderr)}
+        return {"I refs": m.get("I   refs", 0), "D refs": m.get("D   refs", 0), "D1 misses": m.get("D1  misses", 0),
+                "LLd misses": m.get("LLd misses", 0), "stdout": r.stdout}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
-    ap.add_argument("mode", choices=["time", "cachegrind", "halo"])
+    ap.add_argument("mode", choices=["time", "cachegrind", "halo", "ablation"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--maximal", action="store_true", help="also time --collocate=maximal builds")
     ap.add_argument("names", nargs="*")
@@ -174,6 +198,16 @@ def main() -> int:
         exes = build(a.out, w, a.maximal)
         if a.mode == "time":
             rec = time_workload(w, exes, a.rounds)
+        elif a.mode == "ablation":
+            exes.update(build_ablations(a.out, w))
+            rec = {"name": w.name, "args": w.small}
+            reference = None
+            for n in ("glibc", "apa", *ABLATIONS):
+                rec[n] = cachegrind(exes[n], w.small, {})
+                out = rec[n].pop("stdout")
+                reference = out if reference is None else reference
+                if out != reference:
+                    raise RuntimeError(f"{w.name} {n}: output differs")
         elif a.mode == "halo":
             rec = time_halo(w, exes, halo_env(a.out, w, exes["glibc"]), a.rounds)
         else:
@@ -181,6 +215,8 @@ def main() -> int:
                    "glibc": cachegrind(exes["glibc"], w.small, {}),
                    "mimalloc": cachegrind(exes["glibc"], w.small, {"LD_PRELOAD": PRELOADS["mimalloc"]}),
                    "apa": cachegrind(exes["apa"], w.small, {})}
+            for n in ("glibc", "mimalloc", "apa"):
+                rec[n].pop("stdout")
         rec["stats"] = json.loads((a.out / f"{w.name}.stats").read_text().splitlines()[0])
         print(json.dumps(rec), flush=True)
     return 0

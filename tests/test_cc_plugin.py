@@ -39,7 +39,8 @@ def plugin(build_dir: Path) -> Path:
 
 
 def compile_with(tmp: Path, name: str, sources: dict[str, str], *, pooled: bool, extra: list[str] | None = None,
-                 stats: Path | None = None) -> Path:
+                 stats: Path | None = None, env: dict[str, str] | None = None,
+                 options: list[str] | None = None) -> Path:
     """Build an executable from C sources: `heaplayout cc` if pooled, else plain clang-16."""
     files = []
     for fname, text in sources.items():
@@ -49,22 +50,23 @@ def compile_with(tmp: Path, name: str, sources: dict[str, str], *, pooled: bool,
     out = tmp / name
     args = ["-O2", "-g", *files, *(extra or []), "-o", str(out)]
     if pooled:
-        ours = [f"--stats-file={stats}"] if stats else []
+        ours = ([f"--stats-file={stats}"] if stats else []) + (options or [])
         cmd = [sys.executable, "-m", "heaplayout.cli", "cc", *ours, *args]
     else:
         cmd = ["clang-16", *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env={**os.environ, **(env or {})})
     assert r.returncode == 0, r.stderr
     return out
 
 
-def emit_ir(tmp: Path, source: str, stats: Path | None = None, options: list[str] | None = None) -> str:
+def emit_ir(tmp: Path, source: str, stats: Path | None = None, options: list[str] | None = None,
+            env: dict[str, str] | None = None) -> str:
     f = tmp / "snippet.c"
     f.write_text(source)
     out = tmp / "snippet.ll"
     ours = ([f"--stats-file={stats}"] if stats else []) + (options or [])
     cmd = [sys.executable, "-m", "heaplayout.cli", "cc", *ours, "-O2", "-S", "-emit-llvm", str(f), "-o", str(out)]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=120, env={**os.environ, **(env or {})})
     assert r.returncode == 0, r.stderr
     return out.read_text()
 
@@ -82,10 +84,11 @@ def run(exe: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.
     return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60, env=e)
 
 
-def same_behaviour(tmp: Path, sources: dict[str, str], *args: str, stats: Path | None = None) -> str:
+def same_behaviour(tmp: Path, sources: dict[str, str], *args: str, stats: Path | None = None,
+                   env: dict[str, str] | None = None, options: list[str] | None = None) -> str:
     """Both builds print the same and exit the same; returns the pooled build's stdout."""
     base = run(compile_with(tmp, "plain", sources, pooled=False), *args)
-    pooled = run(compile_with(tmp, "pooled", sources, pooled=True, stats=stats), *args)
+    pooled = run(compile_with(tmp, "pooled", sources, pooled=True, stats=stats, env=env, options=options), *args)
     assert (pooled.stdout, pooled.returncode) == (base.stdout, base.returncode), pooled.stderr
     return pooled.stdout
 
@@ -435,6 +438,82 @@ def test_maximal_ds_collocates_connected_nodes(tmp_path: Path, plugin: Path) -> 
     assert len(creates) == 1, function_body(ir, "run")
 
 
+# APA section 6's OnePoolPerCollection. A tree (a cycle: a collection) whose nodes hold lists
+# (another collection) of records (not a collection, reached only through the lists).
+TREE_OF_LISTS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct rec { long key, hits; } rec;
+typedef struct item { struct item *next; rec *payload; } item;
+typedef struct tree { struct tree *left, *right; item *items; } tree;
+__attribute__((noinline)) static tree *grow(int depth, long *next) {
+  if (depth == 0) return 0;
+  tree *t = malloc(sizeof *t);
+  t->items = 0;
+  for (int i = 0; i < depth; i++) {
+    item *it = malloc(sizeof *it);
+    it->payload = malloc(sizeof *it->payload);
+    it->payload->key = (*next)++; it->payload->hits = 0;
+    it->next = t->items; t->items = it;
+  }
+  t->left = grow(depth - 1, next);
+  t->right = grow(depth - 1, next);
+  return t;
+}
+__attribute__((noinline)) static long visit(tree *t) {
+  if (!t) return 0;
+  long s = 0;
+  for (item *it = t->items; it; it = it->next) { it->payload->hits++; s += it->payload->key * it->payload->hits; }
+  return s + 3 * visit(t->left) + visit(t->right);
+}
+__attribute__((noinline)) static long run(int depth) {
+  long next = 0;
+  tree *root = grow(depth, &next);
+  return visit(root) ^ visit(root);
+}
+int main(int argc, char **argv) { printf("%ld\n", run(argc > 1 ? atoi(argv[1]) : 10)); return 0; }
+"""
+# Two lists (two collections) whose cells point to one set of shared records, and the first
+# list's cells also to private notes: the notes follow their one list, the shared records
+# (reached from both collections) keep a pool of their own.
+SHARED_RECORDS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct rec { long key; } rec;
+typedef struct note { long tag; } note;
+typedef struct cell { struct cell *next; rec *shared; note *own; } cell;
+__attribute__((noinline)) static long run(long n) {
+  cell *a = 0, *b = 0;
+  for (long i = 0; i < n; i++) {
+    cell *x = malloc(sizeof *x), *y = malloc(sizeof *y);
+    x->shared = malloc(sizeof *x->shared); x->shared->key = i;
+    x->own = malloc(sizeof *x->own); x->own->tag = i * 5;
+    y->shared = x->shared; y->own = 0;
+    x->next = a; a = x; y->next = b; b = y;
+  }
+  long s = 0;
+  for (cell *c = a; c; c = c->next) s += c->shared->key * 3 + c->own->tag;
+  for (cell *c = b; c; c = c->next) s ^= c->shared->key;
+  return s;
+}
+int main(int argc, char **argv) { printf("%ld\n", run(argc > 1 ? atol(argv[1]) : 10)); return 0; }
+"""
+
+
+@pytest.mark.parametrize("source,pools", [
+    # tree | items | records  ->  tree | items + records  ->  one connected structure
+    (TREE_OF_LISTS, {"node": 3, "collection": 2, "maximal": 1}),
+    # list a | list b | shared | notes  ->  a + notes | b | shared  ->  one
+    (SHARED_RECORDS, {"node": 4, "collection": 3, "maximal": 1}),
+], ids=["tree-of-lists", "shared-records"])
+def test_one_pool_per_collection(tmp_path: Path, plugin: Path, source: str, pools: dict[str, int]) -> None:
+    for heuristic, expected in pools.items():
+        ir = emit_ir(tmp_path, source, options=[f"--collocate={heuristic}"])
+        creates = re.findall(r"call void @pool(?:create|init_bp)\(", function_body(ir, "run"))
+        assert len(creates) == expected, (heuristic, function_body(ir, "run"))
+    assert same_behaviour(tmp_path, {"coll.c": source}, "9", options=["--collocate=collection"]).strip()
+
+
 DEEP_RECURSION = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,11 +538,253 @@ def test_recursive_owner_gets_no_stack_descriptor(tmp_path: Path, plugin: Path) 
     assert any("recursive" in k for k in stats_of(stats)[0]["kept_reasons"])
 
 
+def pool_objects_and_live(exe: Path, *args: str) -> tuple[int, int]:
+    """The runtime's count of pool.h objects and of those never freed (HEAPLAYOUT_STATS=1;
+    pools are counted when destroyed)."""
+    r = run(exe, *args, env={"HEAPLAYOUT_STATS": "1"})
+    m = re.search(r"\(pool\.h\)\s+(\d+)\s+\d+\s+\d+\s+-?\d+\s+(\d+)", r.stderr)
+    assert m, r.stderr
+    return int(m.group(1)), int(m.group(2))
+
+
+NO_FREE_ELIM = {"HEAPLAYOUT_CC_NO_FREE_ELIM": "1"}
+
+# Build, use, destroy (APA 4.3): both lists are freed element by element just before their
+# owner returns, one in the owner's own loop and one by a helper (a clone given the pool).
+FREE_AT_END = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+__attribute__((noinline)) static node *build(long n) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i * 3 + 1; x->next = l; l = x; }
+  return l;
+}
+__attribute__((noinline)) static long sum(node *l) { long s = 0; for (; l; l = l->next) s = s * 7 + l->v; return s; }
+__attribute__((noinline)) static void release(node *l) { while (l) { node *t = l->next; free(l); l = t; } }
+__attribute__((noinline)) static long inline_loop(long n) {
+  node *l = build(n);
+  long s = sum(l);
+  while (l) { node *t = l->next; free(l); l = t; }
+  return s;
+}
+__attribute__((noinline)) static long by_helper(long n) {
+  node *l = build(n);
+  long s = sum(l);
+  release(l);
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", inline_loop(n), by_helper(n + 1));
+  return 0;
+}
+"""
+
+
+def test_frees_before_the_pool_is_destroyed_are_eliminated(tmp_path: Path, plugin: Path) -> None:
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, FREE_AT_END, stats)
+    record = stats_of(stats)[0]
+    # the owner's loop and the helper's clone: every free rewritten to a pool is gone
+    assert record["free_sites_pooled"] >= 2 and record["free_sites_eliminated"] == record["free_sites_pooled"], record
+    assert "@poolfree(" not in ir
+    kept = emit_ir(tmp_path, FREE_AT_END, stats, env=NO_FREE_ELIM)
+    assert "@poolfree(" in kept and stats_of(stats)[1]["free_sites_eliminated"] == 0
+    n = 3000
+    assert same_behaviour(tmp_path, {"end.c": FREE_AT_END}, str(n)).strip()
+    objects, live = pool_objects_and_live(tmp_path / "pooled", str(n))
+    assert objects == n + (n + 1) and live == objects  # no poolfree ran: pooldestroy released them
+    same_behaviour(tmp_path, {"end.c": FREE_AT_END}, str(n), env=NO_FREE_ELIM)
+    assert pool_objects_and_live(tmp_path / "pooled", str(n)) == (objects, 0)
+
+
+# Frees whose slots are allocated again before the pool goes: through a clone that
+# allocates from the same pool (rebuild) and by malloc in the same loop (replace_all).
+FREE_THEN_ALLOC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+__attribute__((noinline)) static node *build(long n, long k) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i ^ k; x->next = l; l = x; }
+  return l;
+}
+__attribute__((noinline)) static long rebuild(long n, long rounds) {
+  node *l = build(n, 0);
+  long s = 0;
+  for (long r = 1; r <= rounds; r++) {
+    while (l) { node *t = l->next; s += l->v; free(l); l = t; }
+    l = build(n, r);
+  }
+  for (node *x = l; x; x = x->next) s += x->v;
+  return s;
+}
+__attribute__((noinline)) static long replace_all(long n, long rounds) {
+  node *l = build(n, 5);
+  long s = 0;
+  for (long r = 0; r < rounds; r++)
+    for (node **p = &l; *p; p = &(*p)->next) {
+      node *x = malloc(sizeof *x); x->v = (*p)->v + r; x->next = (*p)->next; s += x->v;
+      free(*p); *p = x;
+    }
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", rebuild(n, 4), replace_all(n, 3));
+  return 0;
+}
+"""
+
+
+def test_frees_followed_by_allocation_from_the_pool_are_kept(tmp_path: Path, plugin: Path) -> None:
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, FREE_THEN_ALLOC, stats)
+    record = stats_of(stats)[0]
+    assert record["free_sites_pooled"] >= 2 and record["free_sites_eliminated"] == 0, record
+    for f in ("rebuild", "replace_all"):
+        assert "@poolfree(" in function_body(ir, f), f
+    n = 2000
+    assert same_behaviour(tmp_path, {"churn.c": FREE_THEN_ALLOC}, str(n)).strip()
+    objects, live = pool_objects_and_live(tmp_path / "pooled", str(n))
+    # rebuild: 5 lists, the last never freed; replace_all: 4 generations, the last never freed
+    assert objects == 5 * n + 4 * n and live == 2 * n, (objects, live)
+
+
+FREE_THEN_UNKNOWN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+void hook(long s);                 /* defined in another translation unit */
+__attribute__((noinline)) static node *build(long n) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i; x->next = l; l = x; }
+  return l;
+}
+/* the head is freed, then code the analysis cannot see runs while the rest is still in use */
+__attribute__((noinline)) static long then_unknown(long n) {
+  node *l = build(n), *h = l; long s = 0;
+  l = l->next; free(h);
+  hook(n);
+  for (node *x = l; x; x = x->next) s += x->v;
+  return s;
+}
+__attribute__((noinline)) static long then_printf(long n) {
+  node *l = build(n), *h = l; long s = 0;
+  l = l->next; free(h);
+  printf("x %ld\n", n);
+  for (node *x = l; x; x = x->next) s ^= x->v;
+  return s;
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", then_unknown(n), then_printf(n));
+  return 0;
+}
+"""
+HOOK = r"""
+#include <stdio.h>
+void hook(long s) { printf("hook %ld\n", s); }
+"""
+
+
+def test_free_followed_by_an_unknown_call_is_kept(tmp_path: Path, plugin: Path) -> None:
+    """Code the analysis cannot see counts as an allocation; a C library call it knows does not."""
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, FREE_THEN_UNKNOWN, stats)
+    assert "@poolfree(" in function_body(ir, "then_unknown")
+    assert "@poolfree(" not in function_body(ir, "then_printf")
+    assert re.search(r"@pool(create|init_bp)", function_body(ir, "then_unknown"))
+    record = stats_of(stats)[0]
+    assert record["free_sites_eliminated"] == 1 and record["free_sites_pooled"] == 2, record
+    assert same_behaviour(tmp_path, {"unk.c": FREE_THEN_UNKNOWN, "hook.c": HOOK}, "1500").strip()
+
+
+# APA 4.2: a local pool is destroyed after its last use. The uses are those of any pointer into
+# the pool, not only of its descriptor: reread's list is read again after the second phase.
+PHASES = r"""#include <stdio.h>
+#include <stdlib.h>
+typedef struct node { struct node *next; long v; } node;
+__attribute__((noinline)) static node *build(long n, long k) {
+  node *l = 0;
+  for (long i = 0; i < n; i++) { node *x = malloc(sizeof *x); x->v = i * k + 1; x->next = l; l = x; }
+  return l;
+}
+__attribute__((noinline)) static long sum(node *l) { long s = 0; for (; l; l = l->next) s = s * 31 + l->v; return s; }
+/* a second phase with a data structure of its own, written all over */
+__attribute__((noinline)) static long scribble(long n) {
+  node *l = build(n, 7);
+  for (node *x = l; x; x = x->next) x->v = -x->v;
+  return sum(l);
+}
+__attribute__((noinline)) static long phases(long n) {
+  node *a = build(n, 3);
+  long s = sum(a);        /* the last use of a's objects */
+  s ^= scribble(n);
+  return s;
+}
+__attribute__((noinline)) static long reread(long n) {
+  node *a = build(n, 5);
+  long s = sum(a);
+  s ^= scribble(n);
+  s += sum(a);            /* a's objects are read again after the second phase */
+  return s;
+}
+/* one arm still reads the list, the other does not: a destroy on the edge into the second */
+__attribute__((noinline)) static long branchy(long n, int again) {
+  node *a = build(n, 9);
+  long s = sum(a);
+  if (again) { s ^= scribble(n); s += sum(a); }
+  else s ^= scribble(n);
+  return s;
+}
+/* leaving a loop that reads the list from two places, one a critical edge */
+__attribute__((noinline)) static long early_exit(long n, long stop) {
+  node *a = build(n, 1);
+  long s = 0;
+  for (node *x = a; x; x = x->next) {
+    if (x->v == stop) goto out;
+    s += x->v;
+  }
+  s = -s;
+out:
+  return s + scribble(n);
+}
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 100;
+  printf("%ld %ld\n", phases(n), reread(n));
+  printf("%ld %ld\n", branchy(n, 1), branchy(n, 0));
+  printf("%ld %ld\n", early_exit(n, n / 2), early_exit(n, -1));
+  return 0;
+}
+"""
+
+
+def test_pool_destroyed_after_its_last_use(tmp_path: Path, plugin: Path) -> None:
+    stats = tmp_path / "s.jsonl"
+    ir = emit_ir(tmp_path, PHASES, stats)
+    phases, reread = function_body(ir, "phases"), function_body(ir, "reread")
+    # phases: the list is dead once summed, so its pool goes before the second phase runs
+    assert phases.index("@pooldestroy(") < phases.index("@scribble("), phases
+    # reread: the second sum reads the list, so the pool lives until after it
+    assert reread.rindex("@sum(") < reread.index("@pooldestroy("), reread
+    assert stats_of(stats)[0]["pools_destroyed_early"] >= 1
+    kept = emit_ir(tmp_path, PHASES, stats, env={"HEAPLAYOUT_CC_NO_DESTROY_MOVE": "1"})
+    phases = function_body(kept, "phases")
+    assert phases.index("@scribble(") < phases.index("@pooldestroy("), phases
+    assert stats_of(stats)[1]["pools_destroyed_early"] == 0
+    # a pool destroyed too early shows here: scribble's pool reuses the released memory
+    for n in ("5000", "777"):
+        assert same_behaviour(tmp_path, {"phases.c": PHASES}, n).strip()
+
+
 def test_driver_flags() -> None:
     ours, rest = cc.split_options(["--stats", "--no-pool", "-O2", "-c", "a.c"])
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]
     assert not cc.links(["-O2", "-c", "a.c"]) and cc.links(["a.o", "-o", "a"]) and not cc.links(["--version"])
     assert cc.split_options(["--collocate=maximal", "a.c"])[0]["collocate"] == "maximal"
+    assert cc.split_options(["--collocate=collection", "a.c"])[0]["collocate"] == "collection"
     with pytest.raises(ValueError):
         cc.split_options(["--collocate=sideways", "a.c"])
 

@@ -49,11 +49,17 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
       }
     hlapa::PlanOptions PO;
     PO.SelectivePA = hlapa::DefaultSelectivePA && !envIs1(hlapa::EnvNoSelective);
-    if (const char *C = std::getenv(hlapa::EnvCollocate)) PO.MaximalDS = std::strcmp(C, "maximal") == 0;
+    if (const char *C = std::getenv(hlapa::EnvCollocate)) {
+      PO.MaximalDS = std::strcmp(C, "maximal") == 0;
+      PO.OnePoolPerCollection = std::strcmp(C, "collection") == 0;
+    }
     hlapa::GlobalsGraph GG(M, BU, envIs1(hlapa::EnvWholeProgram));
     std::vector<hlapa::SCCPlan> Plans = hlapa::planPools(BU, GG, PO);
     hlapa::TransformOptions TO;
     TO.BumpPointer = hlapa::DefaultBumpPointer && !envIs1(hlapa::EnvNoBumpPointer);
+    TO.FreeElim = hlapa::DefaultFreeElim && !envIs1(hlapa::EnvNoFreeElim);
+    TO.PlaceDestroys = hlapa::DefaultPlaceDestroys && !envIs1(hlapa::EnvNoDestroyMove);
+    TO.Debug = envIs1(hlapa::EnvDebug);
     hlapa::Statistics Stats;
     Stats.Module = M.getSourceFileName();
     Stats.SCCs = BU.sccs().size();

@@ -4,6 +4,7 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 
+#include <algorithm>
 #include <functional>
 
 using namespace llvm;
@@ -127,6 +128,99 @@ static void collocateMaximal(const DSGraph &G, SCCPlan &P) {
     if (NP.second.Kind == PoolKind::Local) NP.second.Leader = root(NP.first);
 }
 
+// OnePoolPerCollection (APA section 6). A collection is a set of heap nodes one traversal can
+// walk over: a node of array objects (the paper's A flag: a variable index on the node's own
+// pointer; collapsed nodes have no type, which the paper treats as an array of bytes) or a strongly connected component of the graph with
+// a cycle in it (a recursive structure: a list, a tree). Each collection gets one pool, and a
+// heap node that is not in a collection joins the pool of the one collection it can be reached
+// from without passing through another collection (the data its elements point to). Read
+// narrowly, as for MaximalDS: the graph is that of one owner's local pool candidates (the edges
+// between them; nodes on malloc, argument and global pools are not walked through), and a node
+// reached from no collection, or from two, keeps a pool of its own, since no single traversal
+// owns it.
+static void collocateCollections(const DSGraph &G, SCCPlan &P) {
+  std::vector<const DSNode *> Cand;
+  std::map<const DSNode *, std::vector<const DSNode *>> Succ;
+  for (auto &NP : P.Nodes)
+    if (NP.second.Kind == PoolKind::Local) Cand.push_back(NP.first);
+  std::set<std::pair<const DSNode *, const DSNode *>> Seen;
+  for (const DSNode *N : Cand) {
+    const NodePlan &From = P.Nodes[N];
+    for (auto &E : N->Edges) {
+      const DSNode *T = DSGraph::find(E.second.Node);
+      auto To = P.Nodes.find(T);
+      if (To == P.Nodes.end() || To->second.Kind != PoolKind::Local || To->second.Owner != From.Owner) continue;
+      if (Seen.insert({N, T}).second) Succ[N].push_back(T);
+    }
+  }
+  // Tarjan's strongly connected components over the candidates.
+  std::map<const DSNode *, unsigned> Index, Low, Comp;
+  std::vector<const DSNode *> Stack;
+  std::set<const DSNode *> OnStack;
+  std::vector<std::vector<const DSNode *>> Comps;
+  unsigned Next = 0;
+  std::function<void(const DSNode *)> strong = [&](const DSNode *V) {
+    Index[V] = Low[V] = Next++;
+    Stack.push_back(V);
+    OnStack.insert(V);
+    for (const DSNode *W : Succ[V]) {
+      if (!Index.count(W)) {
+        strong(W);
+        Low[V] = std::min(Low[V], Low[W]);
+      } else if (OnStack.count(W)) {
+        Low[V] = std::min(Low[V], Index[W]);
+      }
+    }
+    if (Low[V] != Index[V]) return;
+    Comps.emplace_back();
+    const DSNode *W;
+    do {
+      W = Stack.back();
+      Stack.pop_back();
+      OnStack.erase(W);
+      Comp[W] = Comps.size() - 1;
+      Comps.back().push_back(W);
+    } while (W != V);
+  };
+  for (const DSNode *N : Cand)
+    if (!Index.count(N)) strong(N);
+
+  auto byId = [](const DSNode *X, const DSNode *Y) { return X->Id < Y->Id; };
+  std::vector<const DSNode *> CollectionLeader(Comps.size(), nullptr);
+  for (unsigned C = 0; C < Comps.size(); ++C) {
+    const std::vector<const DSNode *> &Members = Comps[C];
+    bool IsCollection = Members.size() > 1;
+    for (const DSNode *N : Members) {
+      // ArrayNode is also set by an array field inside a struct (Ranges), which makes no
+      // collection of the struct's objects; Stride is a variable index on the node's pointer.
+      if (N->Stride != 0 || N->has(CollapsedNode)) IsCollection = true;
+      for (const DSNode *T : Succ[N]) IsCollection |= T == N;
+    }
+    if (IsCollection) CollectionLeader[C] = *std::min_element(Members.begin(), Members.end(), byId);
+  }
+  // Which collections reach each other node without passing through another collection.
+  std::map<const DSNode *, std::set<unsigned>> ReachedFrom;
+  for (unsigned C = 0; C < Comps.size(); ++C) {
+    if (!CollectionLeader[C]) continue;
+    std::vector<const DSNode *> Work(Comps[C].begin(), Comps[C].end());
+    std::set<const DSNode *> Visited(Work.begin(), Work.end());
+    while (!Work.empty()) {
+      const DSNode *N = Work.back();
+      Work.pop_back();
+      for (const DSNode *T : Succ[N]) {
+        if (CollectionLeader[Comp[T]] || !Visited.insert(T).second) continue;
+        ReachedFrom[T].insert(C);
+        Work.push_back(T);
+      }
+    }
+  }
+  for (const DSNode *N : Cand) {
+    NodePlan &NP = P.Nodes[N];
+    if (const DSNode *L = CollectionLeader[Comp[N]]) NP.Leader = L;
+    else if (ReachedFrom[N].size() == 1) NP.Leader = CollectionLeader[*ReachedFrom[N].begin()];
+  }
+}
+
 std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const PlanOptions &Opts) {
   std::vector<SCCPlan> Plans;
   for (unsigned I = 0; I < BU.sccs().size(); ++I) {
@@ -145,6 +239,7 @@ std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const
     }
     for (auto &NP : P.Nodes) NP.second.Leader = NP.first;
     if (Opts.MaximalDS) collocateMaximal(*S.Graph, P);
+    else if (Opts.OnePoolPerCollection) collocateCollections(*S.Graph, P);
     Plans.push_back(std::move(P));
   }
   return Plans;

@@ -39,6 +39,7 @@ struct SCCPlan {
 struct PlanOptions {
   bool SelectivePA = true; // APA 5(1): nodes no object points to stay on malloc
   bool MaximalDS = false;  // APA 6: connected heap nodes share one pool (else one per node)
+  bool OnePoolPerCollection = false; // APA 6: a collection and what hangs off it alone share one pool
 };
 
 std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const PlanOptions &Opts);

@@ -1,5 +1,7 @@
 // Rewriting functions to use pools (APA figure 4, lines 12-20, with the per-TU cloning).
 #include "PoolTransform.h"
+#include "PoolDestroyPlacement.h"
+#include "PoolFreeElim.h"
 #include "Tunables.h"
 
 #include "llvm/IR/IRBuilder.h"
@@ -65,6 +67,7 @@ private:
   PoolAPI API;
   std::map<Function *, Function *> Clones;
   std::map<const Function *, unsigned> PoolParams; // clone -> pool parameters added
+  std::map<Function *, std::vector<AllocaInst *>> LocalPools; // descriptors each function owns
   std::map<const CallBase *, const char *> KeptReason;
   std::set<const CallBase *> Fallbacks; // the malloc branch behind a null pool parameter
   std::map<const DSNode *, GlobalVariable *> GlobalPools;
@@ -327,6 +330,15 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
     for (unsigned I = 0; I < Plan.ArgNodes.size(); ++I)
       PM[Plan.ArgNodes[I]] = PoolRef{V->getArg(Orig->arg_size() + I), true, ""};
 
+  // The facts for pooldestroy placement are taken from the function as the analysis saw it.
+  std::vector<const DSNode *> Leaders;
+  for (auto &NP : Plan.Nodes)
+    if (NP.second.Kind == PoolKind::Local && NP.second.Owner == Orig && NP.second.Leader == NP.first)
+      Leaders.push_back(NP.first);
+  std::unique_ptr<DestroyPlacement> Placement;
+  if (Opts.PlaceDestroys && !Leaders.empty())
+    Placement = std::make_unique<DestroyPlacement>(BU, Plan, Orig, V, VMap, Leaders);
+
   std::vector<AllocaInst *> Locals;
   BasicBlock &Entry = V->getEntryBlock();
   Instruction *AfterAllocas = &*Entry.getFirstInsertionPt();
@@ -345,6 +357,16 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
     if (NP.second.Kind == PoolKind::Local && NP.second.Owner == Orig && NP.second.Leader != NP.first)
       if (auto L = PM.find(NP.second.Leader); L != PM.end()) PM[NP.first] = L->second;
 
+  // Nodes first: redirecting a call replaces its result, and a free of that result would
+  // then find no node (Orig is rewritten in place when V is Orig).
+  std::map<const CallBase *, const DSNode *> MallocFamilyNode;
+  for (CallBase *OC : OrigCalls) {
+    CalleeKind K = BU.kindOf(OC);
+    if (K == CalleeKind::Malloc || K == CalleeKind::Calloc || K == CalleeKind::Realloc)
+      MallocFamilyNode[OC] = BU.nodeOf(OC, Orig);
+    else if (K == CalleeKind::Free)
+      MallocFamilyNode[OC] = BU.nodeOf(OC->getArgOperand(0), Orig);
+  }
   for (CallBase *OC : OrigCalls) {
     CallBase *VC = OC;
     if (IsClone) {
@@ -362,10 +384,8 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
       continue;
     }
     CalleeKind K = BU.kindOf(OC);
-    if (K == CalleeKind::Malloc || K == CalleeKind::Calloc || K == CalleeKind::Realloc)
-      rewriteMallocFamily(VC, K, poolFor(BU.nodeOf(OC, Orig), Plan, PM));
-    else if (K == CalleeKind::Free)
-      rewriteMallocFamily(VC, K, poolFor(BU.nodeOf(OC->getArgOperand(0), Orig), Plan, PM));
+    if (K == CalleeKind::Malloc || K == CalleeKind::Calloc || K == CalleeKind::Realloc || K == CalleeKind::Free)
+      rewriteMallocFamily(VC, K, poolFor(MallocFamilyNode[OC], Plan, PM));
   }
 
   if (!Locals.empty()) {
@@ -374,8 +394,14 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
       if (auto *R = dyn_cast<ReturnInst>(BB.getTerminator())) Returns.push_back(R);
     for (ReturnInst *R : Returns)
       for (AllocaInst *A : Locals) CallInst::Create(API.Destroy, {A}, "", R);
-    if (Opts.BumpPointer)
-      for (AllocaInst *A : Locals) useBumpPointer(A);
+    LocalPools[V] = Locals;
+    if (Placement) {
+      std::set<const Value *> Descriptors(Locals.begin(), Locals.end());
+      for (unsigned I = Orig->arg_size(); I < V->arg_size(); ++I) Descriptors.insert(V->getArg(I));
+      // Locals were made in the order of Leaders.
+      for (unsigned I = 0; I < Locals.size(); ++I)
+        Stats.PoolsDestroyedEarly += Placement->place(Locals[I], I, API.Destroy, Descriptors);
+    }
   }
 }
 
@@ -447,9 +473,19 @@ bool Transformer::run() {
   }
   // An internal original nobody calls any more is dead: the clones replaced it.
   for (auto &KV : Clones)
-    if (KV.first->hasLocalLinkage() && KV.first->use_empty()) KV.first->eraseFromParent();
+    if (KV.first->hasLocalLinkage() && KV.first->use_empty()) {
+      LocalPools.erase(KV.first);
+      KV.first->eraseFromParent();
+    }
+  // Both need every call of every pool in place: a free in a clone is judged by its callers,
+  // and a pool whose last frees go may become a bump-pointer pool.
+  if (Opts.FreeElim) Stats.FreeSitesEliminated = eliminatePoolFrees(M, LocalPools, PoolParams, Opts.Debug);
+  if (Opts.BumpPointer)
+    for (auto &KV : LocalPools)
+      for (AllocaInst *A : KV.second) useBumpPointer(A);
   Stats.GlobalPools = GlobalPools.size();
   collectStatistics();
+  Stats.FreeSitesPooled += Stats.FreeSitesEliminated; // counted as rewritten, then removed
   return true;
 }
 

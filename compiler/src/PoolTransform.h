@@ -15,6 +15,9 @@ namespace hlapa {
 
 struct TransformOptions {
   bool BumpPointer = true; // APA 5(3): pools never freed into use the _bp entry points
+  bool FreeElim = true;    // APA 4.3/5(2): drop poolfree calls whose memory is never reused
+  bool PlaceDestroys = true; // APA 4.2: pooldestroy after a local pool's last use
+  bool Debug = false;      // report each transformation decision on stderr
 };
 
 // Returns true if the module changed.

@@ -32,7 +32,9 @@ std::string Statistics::toJSON() const {
     << ",\"global_pools\":" << GlobalPools << ",\"bump_pointer_pools\":" << BumpPointerPools << ",\"single_size_pools\":" << SingleSizePools
     << ",\"cloned_functions\":" << ClonedFunctions << ",\"pool_args_total\":" << PoolArgsTotal
     << ",\"pool_args_max\":" << PoolArgsMax << ",\"alloc_sites_pooled\":" << AllocSitesPooled
-    << ",\"free_sites_pooled\":" << FreeSitesPooled << ",\"alloc_sites_kept\":" << AllocSitesKept
+    << ",\"free_sites_pooled\":" << FreeSitesPooled << ",\"free_sites_eliminated\":" << FreeSitesEliminated
+    << ",\"pools_destroyed_early\":" << PoolsDestroyedEarly
+    << ",\"alloc_sites_kept\":" << AllocSitesKept
     << ",\"analysis_seconds\":" << AnalysisSeconds << ",\"kept_reasons\":{";
   bool First = true;
   for (auto &KV : KeptReasons) {

@@ -21,7 +21,9 @@ struct Statistics {
   unsigned PoolArgsTotal = 0;
   unsigned PoolArgsMax = 0;
   unsigned AllocSitesPooled = 0;   // malloc/calloc/realloc calls rewritten to a pool
-  unsigned FreeSitesPooled = 0;
+  unsigned FreeSitesPooled = 0;   // free calls rewritten to poolfree (eliminated ones included)
+  unsigned FreeSitesEliminated = 0; // of those, removed by pool-free elimination
+  unsigned PoolsDestroyedEarly = 0;  // local pools with a pooldestroy elsewhere than before a return
   unsigned AllocSitesKept = 0;     // malloc-family calls left on malloc
   std::map<std::string, unsigned> KeptReasons; // reason -> number of calls
   // Heap (H) nodes of the bottom-up graphs by decision: "local pool", "pool argument",

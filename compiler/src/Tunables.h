@@ -15,14 +15,22 @@ constexpr const char *EnvDebug = "HEAPLAYOUT_CC_DEBUG";      // "1": print the D
 constexpr const char *EnvDisable = "HEAPLAYOUT_CC_DISABLE";  // "1": run nothing (A/B builds)
 constexpr const char *EnvNoSelective = "HEAPLAYOUT_CC_NO_SELECTIVE"; // "1": pool singletons too
 constexpr const char *EnvWholeProgram = "HEAPLAYOUT_CC_WHOLE_PROGRAM"; // "1": this TU is the program
-constexpr const char *EnvCollocate = "HEAPLAYOUT_CC_COLLOCATE"; // "maximal": MaximalDS (APA 6)
+constexpr const char *EnvCollocate = "HEAPLAYOUT_CC_COLLOCATE"; // "maximal": MaximalDS, "collection": OnePoolPerCollection (APA 6)
 constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": never use _bp pools
+constexpr const char *EnvNoFreeElim = "HEAPLAYOUT_CC_NO_FREE_ELIM";  // "1": keep every poolfree
+constexpr const char *EnvNoDestroyMove = "HEAPLAYOUT_CC_NO_DESTROY_MOVE"; // "1": pooldestroy before every return
 
 // Selective PA (APA 5.1) on by default: the paper found it never hurts and saves a pool
 // (1 KiB descriptor + a chunk) per singleton object.
 constexpr bool DefaultSelectivePA = true;
 // Bump-pointer pools (APA 5.3) on by default: same objects, no free-list bookkeeping.
 constexpr bool DefaultBumpPointer = true;
+// Pool-free elimination (APA 4.3) on by default: it removes only frees whose slot no later
+// allocation could reuse before pooldestroy releases the whole pool, so peak memory stays.
+constexpr bool DefaultFreeElim = true;
+// pooldestroy placement (APA 4.2) on by default: a pool's memory goes back as soon as nothing
+// can touch it any more, and frees before that point become candidates for elimination.
+constexpr bool DefaultPlaceDestroys = true;
 
 // Constructor priority of the function that creates global pools: 101 is the first one
 // not reserved for the implementation, so it runs before the program's own constructors.

@@ -11,6 +11,9 @@ with an rpath). Its own options come first, before any of the compiler's:
                        (the A/B baseline: same compiler, same allocator library)
   --collocate=maximal  APA's MaximalDS heuristic: connected heap nodes of one function
                        share one pool (default: one pool per data structure node)
+  --collocate=collection  APA's OnePoolPerCollection heuristic: each recursive structure or
+                       array node of a function gets one pool, shared with the heap nodes
+                       reachable only from it (docs/compiler.md)
   --global-pools       this translation unit is the whole program: give data structures
                        reachable from global variables pools (automatic when one command
                        compiles and links a single C source)
@@ -37,7 +40,7 @@ STATS_ENV = "HEAPLAYOUT_CC_STATS"  # read by the plugin (compiler/src/Tunables.h
 DISABLE_ENV = "HEAPLAYOUT_CC_DISABLE"
 WHOLE_PROGRAM_ENV = "HEAPLAYOUT_CC_WHOLE_PROGRAM"
 COLLOCATE_ENV = "HEAPLAYOUT_CC_COLLOCATE"
-COLLOCATIONS = ("node", "maximal")
+COLLOCATIONS = ("node", "maximal", "collection")
 SOURCE_SUFFIXES = (".c", ".i")
 INPUT_SUFFIXES = (".o", ".a", ".so", ".obj", ".lo")
 NO_LINK_FLAGS = ("-c", "-S", "-E", "-M", "-MM", "-fsyntax-only")
@@ -142,7 +145,9 @@ def summarize(records: list[dict]) -> str:
             f"heaplayout cc: {r['module']}: {r['static_pools']} pools ({r['bump_pointer_pools']} bump-pointer, "
             f"{r['single_size_pools']} single-size), {r['cloned_functions']} cloned functions, "
             f"{r['pool_args_total']} pool arguments (max {r['pool_args_max']}); "
-            f"{r['alloc_sites_pooled']} allocation and {r['free_sites_pooled']} free calls on pools, "
+            f"{r['alloc_sites_pooled']} allocation and {r['free_sites_pooled']} free calls on pools "
+            f"({r.get('free_sites_eliminated', 0)} frees eliminated), "
+            f"{r.get('pools_destroyed_early', 0)} pools destroyed before a return, "
             f"{r['alloc_sites_kept']} allocation calls kept on malloc; analysis {r['analysis_seconds']:.4f} s"
         )
         for reason, n in sorted(r["kept_reasons"].items(), key=lambda kv: -kv[1]):
