@@ -4,8 +4,8 @@
  * happens before that mmap: write() only):
  *   none    nothing: the range starts at its hint and grows;
  *   hint    a page at the hint: the runtime maps the whole range elsewhere, as it used to;
- *   growth  a page right above the range's first part: the range cannot grow, and the
- *           objects past it go to the allocator underneath.
+ *   growth  a page 16 MiB above the hint: the range (1 MiB at first, doubling) cannot grow
+ *           past it, and the objects beyond go to the allocator underneath.
  * Prints a checksum (the same under every setting and without the runtime) and, on stderr,
  * the process's peak virtual size (VmPeak) in KiB. */
 #define _GNU_SOURCE
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #define HINT 0x600000000000ull /* runtime/src/tunables.h, HL_RANGE_HINT */
-#define FIRST (16ull << 20)     /* HL_RANGE_STEP */
+#define FIRST (16ull << 20)     /* where the range stops growing in the "growth" mode */
 
 static void block(uintptr_t at) {
   void *p = mmap((void *)at, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
