@@ -24,6 +24,7 @@ CASES = {
     "foreign_pointers": CALLSITE_EVERY,
     "ccmalloc": {"HEAPLAYOUT_CC_BLOCK": "256"},
     "pool_api": {},
+    "pool_align8": {"HEAPLAYOUT_MIN_ALIGN": "16"},  # a pool's align 8 is its own, not the environment's
     "fork": CALLSITE_EVERY,
     "adopt": CALLSITE_EVERY,
     "emptied_chunks": {**CALLSITE_EVERY, "HEAPLAYOUT_SPARE_CHUNKS": "0"},

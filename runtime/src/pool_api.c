@@ -21,7 +21,7 @@ typedef struct large_header {   /* before each object kept in the allocator unde
 typedef struct api_pool {
   hl_tpool tp;
   large_header *large;
-  size_t align;
+  size_t align; /* 8 (odd multiples of 8 in 8-aligned slots), 16, or what poolcreate asked above 16 */
   uint32_t magic;
 } api_pool;
 
@@ -36,11 +36,19 @@ static void pool_init(Pool *pd, size_t align, int bump_only) {
   memset(pd, 0, sizeof *pd);
   ap->tp.heap = HL_HEAP_EXPLICIT;
   ap->tp.pool = HL_POOL_API;
-  ap->tp.classes = hl_classes_16;
+  /* align 1..8 says that no object of the pool needs more than 8 (APA 5.4: the compiler
+   * proved it from the types). Such a pool gets the packed class table: a 24-byte object
+   * in a 24-byte slot, 40 in 40, ..., each 8-aligned; a size that is a multiple of 16
+   * still gets a 16-aligned class, and so do 56, 120, 184 and 248, whose 16-multiples
+   * never straddle a cache line (size_class.c). This is the pool's own choice: the
+   * environment's HEAPLAYOUT_MIN_ALIGN and a plan's min_align do not reach pool.h pools.
+   * 0 (the default) and 9..16 keep malloc's 16, what clang assumes of any allocation. */
+  int eight = align >= 1 && align <= 8;
+  ap->tp.classes = eight ? hl_classes_packed : hl_classes_16;
   ap->tp.no_reuse = (uint8_t)bump_only;
   ap->tp.counting = 1; /* its statistics are added up when it is destroyed (and no_reuse is out of line) */
   ap->tp.max_size = HL_MAX_CLASS_SIZE;
-  ap->align = align <= HL_GRANULE ? HL_GRANULE : align;
+  ap->align = eight ? 8 : align <= HL_GRANULE ? HL_GRANULE : align;
   ap->magic = API_POOL_MAGIC;
 }
 
@@ -94,15 +102,20 @@ void *poolmemalign(Pool *pd, size_t align, size_t size) {
   if (align & (align - 1)) return NULL;
   if (size == 0) size = 1;
   void *p = NULL;
-  if (size <= HL_MAX_CLASS_SIZE && align <= 4096)
-    p = align <= HL_GRANULE ? hl_tpool_alloc(&ap->tp, hl_size_a16(size)) : hl_tpool_alloc_aligned(&ap->tp, size, align);
+  if (size <= HL_MAX_CLASS_SIZE && align <= 4096) {
+    if (align <= 8) p = hl_tpool_alloc(&ap->tp, size); /* the pool's own classes (an 8 pool's) */
+    else p = align <= HL_GRANULE ? hl_tpool_alloc(&ap->tp, hl_size_a16(size)) : hl_tpool_alloc_aligned(&ap->tp, size, align);
+  }
   return p ? p : large_alloc(ap, size, align);
 }
 
 void *poolalloc(Pool *pd, size_t size) {
   api_pool *ap = pool_of(pd);
-  if (HL_LIKELY(ap->align == HL_GRANULE && size - 1 < HL_MAX_CLASS_SIZE)) {
-    void *p = hl_tpool_alloc(&ap->tp, hl_size_a16(size)); /* pool.h pools are 16-aligned */
+  /* The pool's class table gives the alignment: a 16 pool's (hl_classes_16) has only
+   * 16-multiples, an 8 pool's puts odd multiples of 8 in 8-aligned slots. So the size
+   * goes in as asked (its statistics count what the program requested). */
+  if (HL_LIKELY(ap->align <= HL_GRANULE && size - 1 < HL_MAX_CLASS_SIZE)) {
+    void *p = hl_tpool_alloc(&ap->tp, size);
     if (HL_LIKELY(p != NULL)) return p;
   }
   return poolmemalign(pd, ap->align, size);

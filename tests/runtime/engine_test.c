@@ -402,6 +402,48 @@ static void test_pool_api(void) {
   pooldestroy_bp(&bp);
 }
 
+/* poolcreate/poolinit_bp with align 8 (APA 5.4): odd multiples of 8 pack at their own
+ * size, 8-aligned; multiples of 16 and an explicit 16 stay 16-aligned; align 0 and 16
+ * keep the 16 pool of test_pool_api whatever HEAPLAYOUT_MIN_ALIGN says. */
+static void test_pool_align8(void) {
+  Pool p;
+  poolcreate(&p, 24, 8);
+  char *a = poolalloc(&p, 24), *b = poolalloc(&p, 24), *c = poolalloc(&p, 24);
+  CHECK(heaplayout_pool_of(a) == 2 && b == a + 24 && c == b + 24); /* 24-byte slots */
+  CHECK(((uintptr_t)a & 7) == 0 && ((uintptr_t)b & 15) != ((uintptr_t)c & 15));
+  char *d = poolalloc(&p, 40), *e = poolalloc(&p, 40);
+  CHECK(e == d + 40);
+  for (int i = 0; i < 1000; i++) { /* sizes that are multiples of 16 keep 16-aligned slots */
+    char *q = poolalloc(&p, 16 * (size_t)(1 + i % 16));
+    CHECK(q && ((uintptr_t)q & 15) == 0);
+  }
+  char *m = poolmemalign(&p, 16, 24); /* an explicit 16 is honoured in an 8 pool */
+  CHECK(m && ((uintptr_t)m & 15) == 0);
+  memset(a, 1, 24);
+  memset(b, 2, 24);
+  poolfree(&p, b);
+  CHECK(poolalloc(&p, 24) == b && a[23] == 1 && c[0] != 2);
+  char *r = poolrealloc(&p, a, 200); /* moves to the 200 class, contents kept */
+  CHECK(r && r[0] == 1 && r[23] == 1 && heaplayout_pool_of(r) == 2);
+  pooldestroy(&p);
+
+  Pool bp;
+  poolinit_bp(&bp, 8);
+  char *x = poolalloc_bp(&bp, 24), *y = poolalloc_bp(&bp, 24);
+  CHECK(y == x + 24);
+  pooldestroy_bp(&bp);
+
+  Pool s;
+  poolcreate(&s, 24, 16);
+  char *u = poolalloc(&s, 24), *v = poolalloc(&s, 24);
+  CHECK(v == u + 32 && ((uintptr_t)u & 15) == 0);
+  pooldestroy(&s);
+  poolcreate(&s, 24, 0);
+  u = poolalloc(&s, 24), v = poolalloc(&s, 24);
+  CHECK(v == u + 32 && ((uintptr_t)u & 15) == 0);
+  pooldestroy(&s);
+}
+
 /* HEAPLAYOUT_POLICY=callsite HEAPLAYOUT_MIN_OBJECTS=0 */
 static void test_fork(void) {
   void *v[1000];
@@ -524,7 +566,7 @@ int main(int argc, char **argv) {
       {"adopt", test_adopt},                         {"policy_name", test_policy_name},
       {"emptied_chunks", test_emptied_chunks},       {"rebuild_rounds", test_rebuild_rounds},
       {"sized_delete", test_sized_delete},           {"sized_delete_mismatch", test_sized_delete_mismatch},
-      {"spans", test_spans},
+      {"spans", test_spans},                         {"pool_align8", test_pool_align8},
   };
   if (argc != 2) {
     fprintf(stderr, "usage: %s CASE\n", argv[0]);

@@ -29,7 +29,16 @@ typedef struct Pool {
 } Pool;
 
 /* Initialise an empty pool. size_hint: the common object size, or 0; align: the
- * alignment every object needs (0 or up to 16 means malloc's 16; up to 4096 allowed). */
+ * alignment every object needs, up to 4096:
+ *   0, 9..16  malloc's 16: every object 16-aligned (what clang and GCC assume of malloc);
+ *   1..8      8 (APA section 5.4, for a pool whose types need no more; `heaplayout cc`
+ *             passes 8 when it proved that): sizes that are odd multiples of 8 get slots
+ *             of their own size, 8-aligned (24 bytes in 24, not 32; 40 in 40, not 48),
+ *             except 56, 120, 184 and 248, which keep 64, 128, 192 and 256 (those never
+ *             straddle a cache line); multiples of 16 stay 16-aligned. This is the pool's
+ *             own setting: HEAPLAYOUT_MIN_ALIGN and a plan's min_align do not change it;
+ *   above 16  that alignment, for every object.
+ * poolmemalign can still ask more of a single object. */
 void poolcreate(Pool *pd, size_t size_hint, size_t align);
 /* Release every object of the pool at once. */
 void pooldestroy(Pool *pd);
@@ -38,7 +47,8 @@ void poolfree(Pool *pd, void *ptr);
 void *poolrealloc(Pool *pd, void *ptr, size_t size);
 void *poolmemalign(Pool *pd, size_t align, size_t size);
 
-/* Bump-pointer pools (APA section 5): no per-object reuse, fastest allocation. */
+/* Bump-pointer pools (APA section 5): no per-object reuse, fastest allocation; align as
+ * for poolcreate. */
 void poolinit_bp(Pool *pd, size_t align);
 void *poolalloc_bp(Pool *pd, size_t size);
 void pooldestroy_bp(Pool *pd);
