@@ -16,7 +16,8 @@ without pools) and `heaplayout cc` (`apa`). Then either
               one collocation heuristic on (the variants below) on the small input; every
               variant's output must equal the plain build's
 and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind,halo,ablation} [--rounds N] [--maximal]
-[names...] (--maximal adds `heaplayout cc --collocate=maximal` builds to the timed variants).
+[--ablations a,b] [names...] (--maximal adds `heaplayout cc --collocate=maximal` builds to the timed
+variants; --ablations runs only those variants of the ablation mode, e.g. apa-no-align).
 """
 
 from __future__ import annotations
@@ -51,14 +52,16 @@ ABLATIONS = {
     "apa-neither": ([], {"HEAPLAYOUT_CC_NO_FREE_ELIM": "1", "HEAPLAYOUT_CC_NO_DESTROY_MOVE": "1"}),
     "apa-maximal": (["--collocate=maximal"], {}),
     "apa-collection": (["--collocate=collection"], {}),
+    "apa-no-align": ([], {"HEAPLAYOUT_CC_NO_ALIGN": "1"}),
 }
 
 
-def build_ablations(out: Path, w) -> dict[str, Path]:
+def build_ablations(out: Path, w, names: list[str]) -> dict[str, Path]:
     src = REPO / "workloads" / w.source
     common = ["-O2", "-g", f"-I{src.parent}", str(src), "-lpthread"]
     exes = {}
-    for name, (opts, env) in ABLATIONS.items():
+    for name in names:
+        opts, env = ABLATIONS[name]
         exes[name] = out / f"{w.name}.{name}"
         subprocess.run([sys.executable, "-m", "heaplayout.cli", "cc", *opts, *common, "-o", str(exes[name])],
                        check=True, cwd=REPO, env={**os.environ, **env})
@@ -189,9 +192,15 @@ def main() -> int:
     ap.add_argument("mode", choices=["time", "cachegrind", "halo", "ablation"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--maximal", action="store_true", help="also time --collocate=maximal builds")
+    ap.add_argument("--ablations", default=",".join(ABLATIONS),
+                    help="comma-separated variants for the ablation mode (default: all)")
     ap.add_argument("names", nargs="*")
     a = ap.parse_intermixed_args()
     a.out.mkdir(parents=True, exist_ok=True)
+    ablations = [n for n in a.ablations.split(",") if n]
+    unknown = [n for n in ablations if n not in ABLATIONS]
+    if unknown:
+        ap.error(f"unknown ablation {', '.join(unknown)} (known: {', '.join(ABLATIONS)})")
     for w in load_suite():
         if not w.source.endswith(".c") or (a.names and w.name not in a.names):
             continue
@@ -199,10 +208,10 @@ def main() -> int:
         if a.mode == "time":
             rec = time_workload(w, exes, a.rounds)
         elif a.mode == "ablation":
-            exes.update(build_ablations(a.out, w))
+            exes.update(build_ablations(a.out, w, ablations))
             rec = {"name": w.name, "args": w.small}
             reference = None
-            for n in ("glibc", "apa", *ABLATIONS):
+            for n in ("glibc", "apa", *ablations):
                 rec[n] = cachegrind(exes[n], w.small, {})
                 out = rec[n].pop("stdout")
                 reference = out if reference is None else reference

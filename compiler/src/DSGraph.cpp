@@ -155,6 +155,9 @@ void DSGraph::mergeInto(DSNode *Keep, DSNode *Gone, uint64_t Delta) {
   if (Gone->AllocSizeMixed || (Keep->AllocSize && Gone->AllocSize && Keep->AllocSize != Gone->AllocSize))
     Keep->AllocSizeMixed = true;
   if (!Keep->AllocSize) Keep->AllocSize = Gone->AllocSize;
+  Keep->MaxAlign = std::max(Keep->MaxAlign, Gone->MaxAlign);
+  Keep->AlignSeen |= Gone->AlignSeen;
+  Keep->AlignDoubt |= Gone->AlignDoubt;
   if (Keep->has(CollapsedNode)) {
     Keep->Flags &= ~CollapsedNode; // let collapse() fold the edges the merge brought
     collapse(Keep);
@@ -226,6 +229,9 @@ std::vector<DSHandle> DSGraph::cloneFrom(const DSGraph &From, const std::vector<
     New->AllocSizeMixed = Old->AllocSizeMixed;
     New->Stride = Old->Stride;
     New->Ranges = Old->Ranges;
+    New->MaxAlign = Old->MaxAlign;
+    New->AlignSeen = Old->AlignSeen;
+    New->AlignDoubt = Old->AlignDoubt;
     Map[Old] = New;
     Work.push_back(Old);
     return New;
@@ -305,6 +311,7 @@ void DSGraph::print(raw_ostream &OS) const {
       if (N->Flags & (1u << B)) OS << FlagNames[B] << " ";
     OS << "]";
     if (N->Stride) OS << " stride " << N->Stride;
+    if (N->AlignSeen) OS << " align " << N->MaxAlign << (N->AlignDoubt ? "?" : "");
     for (const ArrayRange &R : N->Ranges) OS << " array@" << R.Start << "+" << R.Bytes << "/" << R.Elem;
     for (auto &E : N->Edges) {
       DSHandle T = resolve(E.second);

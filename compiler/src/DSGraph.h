@@ -66,9 +66,20 @@ struct DSNode {
   bool AllocSizeMixed = false;
   uint64_t Stride = 0;         // array element size: offsets are taken modulo it (0: none)
   std::vector<ArrayRange> Ranges; // arrays inside the objects (largest first)
+  // What alignment the objects need (APA 5.4, LocalAnalysis::noteAlignments): the largest
+  // alignment of a type or access seen through a pointer into the node; AlignSeen once any
+  // was seen (a node nobody accesses here has unknown types); AlignDoubt when code may store
+  // a type the analysis cannot see (a scanf-family call writing through the pointer).
+  uint64_t MaxAlign = 0;
+  bool AlignSeen = false;
+  bool AlignDoubt = false;
   unsigned Id = 0;
 
   bool has(unsigned F) const { return (Flags & F) != 0; }
+  void noteAlign(uint64_t A) {
+    AlignSeen = true;
+    if (A > MaxAlign) MaxAlign = A;
+  }
 };
 
 class DSGraph {

@@ -10,6 +10,7 @@
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Operator.h"
 
+#include <algorithm>
 #include <numeric>
 
 using namespace llvm;
@@ -91,6 +92,62 @@ void LocalAnalysis::loadStore(DSHandle Ptr, DSHandle Val, Type *T) {
 void LocalAnalysis::analyze(Function &F) {
   for (Argument &A : F.args()) handleOf(&A);
   for (Instruction &I : instructions(F)) visit(I, F);
+  noteAlignments(F);
+}
+
+// The alignment pass (APA 5.4) may give a pool 8-byte slots only if no object of its node
+// needs more. What an object needs is read from how the code touches it: every load, store,
+// atomic and GEP through a pointer into the node contributes the ABI alignment of its types
+// and the alignment the front end put on the access. The access's own alignment matters:
+// clang derives it from the C type (an __int128 or an _Alignas(16) struct gets `align 16`
+// even where LLVM 16's ABI alignment of the IR type is 8), so it catches what the IR types
+// miss. A GEP's source and indexed types cover fields taken by address and handed on
+// (&n->ld). Calls add the `align`/byval alignments of pointer arguments (memcpy of a
+// struct carries its alignment). This runs after the instruction walk, so it looks up the
+// handles the walk made and creates none: the points-to graph is the same as without it.
+void LocalAnalysis::noteAlignments(Function &F) {
+  auto nodeOf = [&](const Value *P) -> DSNode * {
+    if (isa<Constant>(P) || !G.hasHandle(P)) return nullptr; // constants: globals, not heap
+    return DSGraph::resolve(G.handleSlot(P)).Node;
+  };
+  auto note = [&](const Value *P, uint64_t A) {
+    if (DSNode *N = nodeOf(P)) N->noteAlign(A);
+  };
+  auto typeAlign = [&](Type *T) -> uint64_t {
+    return T->isSized() ? DL.getABITypeAlign(T).value() : 16; // unsized: in doubt
+  };
+  for (Instruction &I : instructions(F)) {
+    if (auto *L = dyn_cast<LoadInst>(&I)) {
+      note(L->getPointerOperand(), std::max(typeAlign(L->getType()), L->getAlign().value()));
+    } else if (auto *S = dyn_cast<StoreInst>(&I)) {
+      note(S->getPointerOperand(),
+           std::max(typeAlign(S->getValueOperand()->getType()), S->getAlign().value()));
+    } else if (auto *X = dyn_cast<AtomicCmpXchgInst>(&I)) {
+      note(X->getPointerOperand(),
+           std::max(typeAlign(X->getNewValOperand()->getType()), X->getAlign().value()));
+    } else if (auto *X = dyn_cast<AtomicRMWInst>(&I)) {
+      note(X->getPointerOperand(), std::max(typeAlign(X->getValOperand()->getType()), X->getAlign().value()));
+    } else if (auto *GEP = dyn_cast<GetElementPtrInst>(&I)) {
+      uint64_t A = typeAlign(GEP->getSourceElementType());
+      for (gep_type_iterator GTI = gep_type_begin(GEP), E = gep_type_end(GEP); GTI != E; ++GTI)
+        A = std::max(A, typeAlign(GTI.getIndexedType()));
+      note(GEP->getPointerOperand(), A);
+    } else if (auto *CB = dyn_cast<CallBase>(&I)) {
+      Function *Callee = CB->getCalledFunction();
+      // scanf's conversions store long doubles (%Lf) and more through its pointer
+      // arguments, types this IR never shows: such a node's types are in doubt.
+      bool Scanf = Callee && Callee->isDeclaration() && Callee->getName().contains("scanf");
+      for (unsigned A = 0; A < CB->arg_size(); ++A) {
+        const Value *Arg = CB->getArgOperand(A);
+        if (!Arg->getType()->isPointerTy()) continue;
+        DSNode *N = nodeOf(Arg);
+        if (!N) continue;
+        if (Scanf) N->AlignDoubt = true;
+        if (MaybeAlign PA = CB->getParamAlign(A)) N->noteAlign(PA->value());
+        if (Type *BV = CB->getParamByValType(A)) N->noteAlign(typeAlign(BV));
+      }
+    }
+  }
 }
 
 void LocalAnalysis::visit(Instruction &I, Function &F) {

@@ -59,6 +59,7 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
     TO.BumpPointer = hlapa::DefaultBumpPointer && !envIs1(hlapa::EnvNoBumpPointer);
     TO.FreeElim = hlapa::DefaultFreeElim && !envIs1(hlapa::EnvNoFreeElim);
     TO.PlaceDestroys = hlapa::DefaultPlaceDestroys && !envIs1(hlapa::EnvNoDestroyMove);
+    TO.Align8 = hlapa::DefaultAlign8 && !envIs1(hlapa::EnvNoAlign);
     TO.Debug = envIs1(hlapa::EnvDebug);
     hlapa::Statistics Stats;
     Stats.Module = M.getSourceFileName();

@@ -16,6 +16,20 @@
 using namespace llvm;
 
 namespace hlapa {
+
+// 8 only on positive evidence for every node: types were seen (AlignSeen), none of them or
+// of their accesses wants more than 8, no library call may have stored an unseen type, and
+// the node is not collapsed (its fields were met at inconsistent offsets: the types seen
+// may not be all there is). Anything else keeps the runtime's 16, today's behaviour.
+uint64_t poolAlignment(const std::vector<const DSNode *> &Nodes) {
+  if (Nodes.empty()) return 0;
+  for (const DSNode *N : Nodes) {
+    const DSNode *R = DSGraph::find(const_cast<DSNode *>(N));
+    if (!R->AlignSeen || R->AlignDoubt || R->MaxAlign > 8 || R->has(CollapsedNode)) return 0;
+  }
+  return 8;
+}
+
 namespace {
 
 struct PoolAPI {
@@ -318,7 +332,9 @@ Value *Transformer::globalPool(const DSNode *GlobalNode, uint64_t SizeHint) {
     appendToGlobalCtors(M, GlobalInit, GlobalPoolCtorPriority);
   }
   IRBuilder<> B(GlobalInit->getEntryBlock().getTerminator());
-  B.CreateCall(API.Create, {GV, ConstantInt::get(SizeTy, SizeHint), ConstantInt::get(SizeTy, 0)});
+  // The globals-graph node holds every function's accesses to the data structure.
+  uint64_t Alignment = Opts.Align8 ? poolAlignment({GlobalNode}) : 0;
+  B.CreateCall(API.Create, {GV, ConstantInt::get(SizeTy, SizeHint), ConstantInt::get(SizeTy, Alignment)});
   return GV;
 }
 
@@ -349,7 +365,12 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
                              Align(PoolDescriptorAlign), "hl.pool", &Entry.front());
     IRBuilder<> B(AfterAllocas);
     uint64_t Hint = NP.first->AllocSizeMixed ? 0 : NP.first->AllocSize;
-    B.CreateCall(API.Create, {A, ConstantInt::get(SizeTy, Hint), ConstantInt::get(SizeTy, 0)});
+    std::vector<const DSNode *> Members; // the nodes collocated into this pool (APA 6), itself included
+    for (auto &Other : Plan.Nodes)
+      if (Other.second.Kind == PoolKind::Local && Other.second.Owner == Orig && Other.second.Leader == NP.first)
+        Members.push_back(Other.first);
+    uint64_t Alignment = Opts.Align8 ? poolAlignment(Members) : 0;
+    B.CreateCall(API.Create, {A, ConstantInt::get(SizeTy, Hint), ConstantInt::get(SizeTy, Alignment)});
     PM[NP.first] = PoolRef{A, false, ""};
     Locals.push_back(A);
   }
@@ -423,6 +444,10 @@ void Transformer::collectStatistics() {
       StringRef N = Callee->getName();
       if (N == "poolcreate" || N == "poolinit_bp") ++Stats.StaticPools;
       if (N == "poolinit_bp") ++Stats.BumpPointerPools;
+      if (N == "poolcreate" || N == "poolinit_bp") { // align: the last argument of both
+        auto *C = dyn_cast<ConstantInt>(CB->getArgOperand(CB->arg_size() - 1));
+        if (C && C->getZExtValue() == 8) ++Stats.Align8Pools;
+      }
       if (N == "poolcreate" || N == "poolinit_bp") {
         // poolcreate's size hint (argument 1) is non-zero when every allocation has one size.
         if (N == "poolcreate") {

@@ -30,6 +30,7 @@ std::string Statistics::toJSON() const {
   O << "{\"module\":" << quoted(Module) << ",\"functions\":" << Functions << ",\"sccs\":" << SCCs
     << ",\"static_pools\":" << StaticPools
     << ",\"global_pools\":" << GlobalPools << ",\"bump_pointer_pools\":" << BumpPointerPools << ",\"single_size_pools\":" << SingleSizePools
+    << ",\"align8_pools\":" << Align8Pools
     << ",\"cloned_functions\":" << ClonedFunctions << ",\"pool_args_total\":" << PoolArgsTotal
     << ",\"pool_args_max\":" << PoolArgsMax << ",\"alloc_sites_pooled\":" << AllocSitesPooled
     << ",\"free_sites_pooled\":" << FreeSitesPooled << ",\"free_sites_eliminated\":" << FreeSitesEliminated

@@ -17,6 +17,7 @@ struct Statistics {
   unsigned GlobalPools = 0;        // of StaticPools: module-level descriptors (APA 4.1)
   unsigned BumpPointerPools = 0;
   unsigned SingleSizePools = 0; // every allocation of one constant size (type-homogeneous proxy)
+  unsigned Align8Pools = 0;     // of StaticPools: created with align 8 (APA 5.4)
   unsigned ClonedFunctions = 0;
   unsigned PoolArgsTotal = 0;
   unsigned PoolArgsMax = 0;

@@ -19,6 +19,7 @@ constexpr const char *EnvCollocate = "HEAPLAYOUT_CC_COLLOCATE"; // "maximal": Ma
 constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": never use _bp pools
 constexpr const char *EnvNoFreeElim = "HEAPLAYOUT_CC_NO_FREE_ELIM";  // "1": keep every poolfree
 constexpr const char *EnvNoDestroyMove = "HEAPLAYOUT_CC_NO_DESTROY_MOVE"; // "1": pooldestroy before every return
+constexpr const char *EnvNoAlign = "HEAPLAYOUT_CC_NO_ALIGN"; // "1": every pool keeps 16-byte alignment
 
 // Selective PA (APA 5.1) on by default: the paper found it never hurts and saves a pool
 // (1 KiB descriptor + a chunk) per singleton object.
@@ -31,6 +32,10 @@ constexpr bool DefaultFreeElim = true;
 // pooldestroy placement (APA 4.2) on by default: a pool's memory goes back as soon as nothing
 // can touch it any more, and frees before that point become candidates for elimination.
 constexpr bool DefaultPlaceDestroys = true;
+// The alignment optimization (APA 5.4) on by default: a pool whose objects provably need at
+// most 8-byte alignment asks the runtime for 8 (pool.h), which packs 24-, 40-, ... byte
+// objects at their size instead of rounding them to a multiple of 16.
+constexpr bool DefaultAlign8 = true;
 
 // Constructor priority of the function that creates global pools: 101 is the first one
 // not reserved for the implementation, so it runs before the program's own constructors.

@@ -143,7 +143,8 @@ def summarize(records: list[dict]) -> str:
     for r in records:
         lines.append(
             f"heaplayout cc: {r['module']}: {r['static_pools']} pools ({r['bump_pointer_pools']} bump-pointer, "
-            f"{r['single_size_pools']} single-size), {r['cloned_functions']} cloned functions, "
+            f"{r['single_size_pools']} single-size, {r.get('align8_pools', 0)} 8-byte aligned), "
+            f"{r['cloned_functions']} cloned functions, "
             f"{r['pool_args_total']} pool arguments (max {r['pool_args_max']}); "
             f"{r['alloc_sites_pooled']} allocation and {r['free_sites_pooled']} free calls on pools "
             f"({r.get('free_sites_eliminated', 0)} frees eliminated), "
