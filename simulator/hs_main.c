@@ -61,13 +61,31 @@ static Bool oracle_helper = True; /* run the oracle in a helper process (hs_orac
 
 /* ------------------------------------------------------------------ attribution by pool */
 
+/* Chunk headers known to lie in readable client memory. The range is reserved as it grows,
+ * and a prefetch (a stride running past the last chunk) can name a line in its unmapped
+ * part: reading that header faulted in the tool, which Valgrind reported as the client's
+ * SIGSEGV. Direct-mapped by chunk, each entry the header's address + 1 (0 is no entry);
+ * forgotten whenever the client maps, unmaps or reprotects memory. */
+#define HEADER_OK 256
+static Addr header_ok[HEADER_OK];
+
+static void forget_headers(void)
+{
+   VG_(memset)(header_ok, 0, sizeof header_ok);
+}
+
 /* bucket 0: outside the pool range; 1 + id: heaplayout pool id; MAX_POOLS + 1: in the range
- * but no valid chunk header */
+ * but no valid chunk header (or none mapped) */
 static unsigned classify(void* ctx, hs_u64 a)
 {
    if (a - pool_lo >= pool_hi - pool_lo) return 0;
    Addr c = (Addr)(a & ~(pool_chunk - 1));
    c += ((c >> HS_HEADER_COLOR_BIT) & (HS_HEADER_COLORS - 1)) * HS_HEADER_COLOR_STEP; /* hl_chunk_at */
+   Addr* ok = &header_ok[(c >> 20) & (HEADER_OK - 1)];
+   if (*ok != c + 1) {
+      if (!VG_(am_is_valid_for_client)(c, 8, VKI_PROT_READ)) return MAX_POOLS + 1;
+      *ok = c + 1;
+   }
    const UInt* magic = (const UInt*)c;
    if (*magic != HS_CHUNK_MAGIC) return MAX_POOLS + 1;
    return 1 + *(const UShort*)(c + 4);
@@ -311,6 +329,8 @@ static void post_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs, SysR
    /* pages given back to the kernel fault again on their next touch (main model only: the
     * oracle's addresses are its own packing) */
    if (!sr_isError(res)) {
+      if (sysno == __NR_munmap || sysno == __NR_mmap || sysno == __NR_mprotect || sysno == __NR_mremap)
+         forget_headers();
       if (sysno == __NR_munmap) hs_unmap(model, args[0], args[0] + args[1]);
       else if (sysno == __NR_mmap) hs_unmap(model, sr_Res(res), sr_Res(res) + args[1]); /* fresh pages */
       else if (sysno == __NR_madvise && args[2] == 4 /* MADV_DONTNEED */)

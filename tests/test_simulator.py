@@ -335,6 +335,20 @@ def test_simulate_cli_callsite_pools(build_dir, tmp_path):
 
 
 @pytestmark_vg
+def test_pool_attribution_reads_no_unmapped_header(build_dir):
+    """Per-pool attribution reads the chunk header of an address in the pool range. The range
+    is reserved as it grows, so a stride prefetch past its last chunk named a line whose header
+    was not mapped (`simulate --policy callsite --prefetch stride` on health died with a
+    SIGSEGV); here the whole address space is the range, so nearly every header is unmapped."""
+    prog = [str(build_dir / "tests" / "simulator" / "sim_objects"), "2000", "2"]
+    r = run_simulation(prog, SimOptions(contexts=False, model={"pool_range": "0x10000-0x7fffffffffff"}),
+                       stdout=subprocess.PIPE)
+    assert r["valgrind_exit"] == 0 and "spacing" in r["program_stdout"]
+    assert [p["pool"] for p in r["pools"]] == [-2]  # in the range, in no chunk
+    assert r["pools"][0]["misses"][0] == r["levels"][0]["misses"] > 0
+
+
+@pytestmark_vg
 def test_simulate_cli_reports_the_share_of_the_possible_gain(build_dir, tmp_path):
     """With --oracle and a runtime policy, the report says what share of the gain from the
     allocator alone to the oracle the layout obtained, from a baseline run of the allocator.
