@@ -58,6 +58,7 @@ static hs_model* oracle_model;
 static const HChar* oracle_hot = NULL;
 static ULong oracle_dropped;
 static Bool oracle_helper = True; /* run the oracle in a helper process (hs_oracle_feed.c) */
+static Bool fixed_random = False;
 
 /* ------------------------------------------------------------------ attribution by pool */
 
@@ -373,6 +374,7 @@ static Bool hs_process_cmd_line_option(const HChar* arg)
    else if VG_BOOL_CLO(arg, "--oracle", oracle) {}
    else if VG_BOOL_CLO(arg, "--oracle-helper", oracle_helper) {}
    else if VG_BOOL_CLO(arg, "--trace-hooks", trace_hooks) {}
+   else if VG_BOOL_CLO(arg, "--fixed-random", fixed_random) {}
    else if VG_STR_CLO(arg, "--oracle-hot", oracle_hot) {}
    else if VG_BINT_CLO(arg, "--max-contexts", max_contexts, 2, 1 << 20) {}
    else if VG_BINT_CLO(arg, "--instr-cost", instr_cost, 0, 100000) {}
@@ -447,6 +449,8 @@ static void hs_print_usage(void)
 static void hs_print_debug_usage(void)
 {
    VG_(printf)("    --trace-hooks=yes|no         print each malloc-family entry point hooked [no]\n");
+   VG_(printf)("    --fixed-random=yes|no        the same AT_RANDOM bytes (stack canary) in every run,\n"
+               "                                 so that --hw runs repeat to the cycle [no]\n");
 }
 
 /* ------------------------------------------------------------------ output */
@@ -665,8 +669,27 @@ static void client_forked(ThreadId tid)
    oracle_model = NULL;
 }
 
+/* The client's auxiliary vector, set up by the core before the tool's post-option init. */
+extern UWord* VG_(client_auxv);
+
+/* The 16 bytes the kernel gives a process (AT_RANDOM) seed its stack canary and pointer
+ * guard. An 8-byte load of the canary that completes late enters the timing model's
+ * dependence table, so two runs of one build could differ by a few stall cycles. With
+ * --fixed-random they are the same 16 bytes in every run, and runs repeat exactly. */
+static void fix_client_random(void)
+{
+   for (UWord* av = VG_(client_auxv); av && av[0] != 0 /* AT_NULL */; av += 2) {
+      if (av[0] != 25 /* AT_RANDOM */) continue;
+      UChar* r = (UChar*)av[1];
+      for (Int i = 0; i < 16; i++) r[i] = (UChar)(0x5a + 17 * i);
+      return;
+   }
+   VG_(fmsg)("hlsim: --fixed-random: the client has no AT_RANDOM\n");
+}
+
 static void hs_post_clo_init(void)
 {
+   if (fixed_random) fix_client_random();
    const HChar* err = hs_options_finish(&opts);
    opts.cfg.tcfg.cpi_x100 = (unsigned)instr_cost; /* one cost per instruction in both estimates */
    opts.cfg.alloc = host_alloc;
