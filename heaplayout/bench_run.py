@@ -117,13 +117,14 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
               cache: CacheSpec | None = None, progress: Progress | None = None,
               base_env: dict[str, str] | None = None,
               digest: Callable[[Path], str] | None = None, stdin: Path | None = None,
-              normalize: Callable[[bytes], bytes] | None = None) -> BenchResult:
+              normalize: Callable[[bytes], bytes] | None = None, target: str | None = None) -> BenchResult:
     """Run every configuration `warmup` + `runs` times, interleaved, then (with `cache`) once
     each under cachegrind. Every run's exit status and stdout are compared with the
     baseline's first run. Temporary files go to `workdir` (which the caller cleans up).
     `digest` reduces a stdout file to what must match (default: the sha256 of its bytes):
     a program that prints its own timings passes one that normalizes them away. Every run
-    reads the file `stdin` from its start (None: /dev/null)."""
+    reads the file `stdin` from its start (None: /dev/null). `target`: the executable of the
+    command's process tree the runtime works in (runtime_env.for_program)."""
     if runs < 1:
         raise BenchError("--runs must be at least 1")
     if warmup < 0:
@@ -135,7 +136,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
     workdir.mkdir(parents=True, exist_ok=True)
     results = {c.label: ConfigResult(config=c, env=config_env(c)) for c in configs}
     launcher = build_launcher(workdir)
-    envs = {label: program_env(base_env, for_program(cr.env, program[0])) for label, cr in results.items()}
+    envs = {label: program_env(base_env, for_program(cr.env, program[0], target)) for label, cr in results.items()}
     baseline = configs[0].label
     bench = BenchResult(program=program, runs=runs, warmup=warmup, configs=list(results.values()), cache_spec=cache,
                         rss_floor_kib=launcher_rss_floor(workdir, launcher), launcher=launcher[0],

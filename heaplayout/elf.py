@@ -37,6 +37,15 @@ def build_id(path: Path) -> str | None:
     return None
 
 
+def is_elf(path: Path) -> bool:
+    """The file starts with the ELF magic (not a script, not missing)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 def is_static_executable(path: Path) -> bool:
     """True for an ELF executable without a program interpreter (PT_INTERP): the dynamic
     loader never runs for it, so LD_PRELOAD, and with it our runtime, has no effect.

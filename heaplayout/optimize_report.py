@@ -45,6 +45,9 @@ class OptimizeRun:
     group_layout: str = "choose"  # --group-layout
     # plan variant -> how its groups' layouts were chosen (commands/optimize.py, _choose_layouts)
     group_layouts: dict[str, dict] = field(default_factory=dict)
+    # the executable of the command's process tree that was optimized, when not the command
+    # itself (a script's interpreter, a driver's child: heaplayout/target.py)
+    target: str | None = None
 
     def candidate(self, label: str | None) -> Candidate | None:
         return self.search.by_label().get(label) if label else None
@@ -66,7 +69,11 @@ def _join(words: list[str]) -> str:
     return shlex.join(words)
 
 
-def use_command(cand: Candidate, program: list[str], stdin: Path | None) -> str:
+def _target_opt(target: str | None) -> list[str]:
+    return [] if target is None else ["--program", target]
+
+
+def use_command(cand: Candidate, program: list[str], stdin: Path | None, target: str | None = None) -> str:
     """A shell command that runs the program as recommended."""
     if cand.alone:
         env = config_env(parse_config(cand.spec))
@@ -77,22 +84,22 @@ def use_command(cand: Candidate, program: list[str], stdin: Path | None) -> str:
     how = ["--plan", opts["plan"]] if c.policy == "plan" else ["--policy", c.policy or "off"]
     alloc = [] if c.allocator == "glibc" else ["--allocator", c.allocator]
     stdin_opt = [] if stdin is None else ["--stdin", str(stdin)]
-    return shlex.join(["heaplayout", "run", *how, *alloc, *stdin_opt, "--", *program])
+    return shlex.join(["heaplayout", "run", *how, *alloc, *stdin_opt, *_target_opt(target), "--", *program])
 
 
 def bench_command(best: Candidate, cand: Candidate, program: list[str], stdin: Path | None,
-                  ignore: Sequence[str] = ()) -> str:
+                  ignore: Sequence[str] = (), target: str | None = None) -> str:
     """`heaplayout bench` re-measuring the recommendation against the best allocator alone."""
     configs = best.spec if cand.label == best.label else f"{best.spec},{cand.spec}"
     stdin_opt = [] if stdin is None else ["--stdin", str(stdin)]
     ignore_opt = [w for pat in ignore for w in ("--ignore", pat)]
-    return shlex.join(["heaplayout", "bench", "--runs", "9", "--config", configs, *stdin_opt, *ignore_opt, "--",
-                       *program])
+    return shlex.join(["heaplayout", "bench", "--runs", "9", "--config", configs, *stdin_opt, *ignore_opt,
+                       *_target_opt(target), "--", *program])
 
 
-def recommendation_env(cand: Candidate, program: list[str]) -> dict[str, str]:
+def recommendation_env(cand: Candidate, program: list[str], target: str | None = None) -> dict[str, str]:
     """The variables that make a run use the recommendation (for an environment file)."""
-    return for_program(config_env(parse_config(cand.spec)), program[0])
+    return for_program(config_env(parse_config(cand.spec)), program[0], target)
 
 
 def env_file_text(env: dict[str, str]) -> str:
@@ -161,9 +168,9 @@ def verdict_lines(run: OptimizeRun) -> list[str]:
                      "rounds resolve, so the allocator alone is recommended")
     lines.append(f"  why: {d.reason}")
     lines.append(f"  config (heaplayout bench --config): {rec.spec}")
-    lines.append(f"  run it: {use_command(rec, run.program, run.stdin)}")
+    lines.append(f"  run it: {use_command(rec, run.program, run.stdin, run.target)}")
     if best is not None:
-        lines.append(f"  re-measure: {bench_command(best, rec, run.program, run.stdin, run.ignore)}")
+        lines.append(f"  re-measure: {bench_command(best, rec, run.program, run.stdin, run.ignore, run.target)}")
     stats = stats_line(run.runtime_stats)
     if stats:
         lines.append(f"  runtime, one more run: {stats}")
@@ -220,15 +227,15 @@ def to_json(run: OptimizeRun) -> dict:
     rec = run.recommended
     recommendation = None
     if rec is not None and d is not None:
-        env = recommendation_env(rec, run.program)
+        env = recommendation_env(rec, run.program, run.target)
         bestc = run.candidate(best)
         recommendation = {
             "config": rec.spec, "label": rec.label, "allocator": rec.allocator, "strategy": rec.strategy,
             "kind": "allocator alone" if rec.alone else "strategy",
             "resolved": d.resolved, "reason": d.reason, "best_allocator": best,
             "ratio_to_best_allocator": None if not d.resolved else {**d.summary.to_json(), "values": list(d.ratios)},
-            "command": use_command(rec, run.program, run.stdin), "env": env,
-            "bench_command": bench_command(bestc, rec, run.program, run.stdin, run.ignore) if bestc else None,
+            "command": use_command(rec, run.program, run.stdin, run.target), "env": env,
+            "bench_command": bench_command(bestc, rec, run.program, run.stdin, run.ignore, run.target) if bestc else None,
             "runtime_stats": run.runtime_stats,
         }
     s = d.summary if d else None
@@ -236,7 +243,7 @@ def to_json(run: OptimizeRun) -> dict:
         "schema": SCHEMA, "command": run.command, "program": run.program, "train": run.train,
         "stdin": None if run.stdin is None else str(run.stdin),
         "train_stdin": None if run.train_stdin is None else str(run.train_stdin),
-        "ignore": run.ignore,
+        "ignore": run.ignore, "target": run.target,
         "started_utc": run.started_utc, "budget_s": run.budget_s, "elapsed_s": round(run.elapsed_s, 3),
         "stage_s": {k: round(v, 3) for k, v in run.stage_s.items()}, "runs": run.runs,
         "profile": None if run.profile is None else str(run.profile),

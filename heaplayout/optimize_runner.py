@@ -26,7 +26,8 @@ class CandidateRunner:
 
     def __init__(self, program: Sequence[str], candidates: Sequence[Candidate], workdir: Path,
                  stdin: Path | None = None, base_env: dict[str, str] | None = None,
-                 digest: Callable[[Path], str] | None = None, normalize: Callable[[bytes], bytes] | None = None):
+                 digest: Callable[[Path], str] | None = None, normalize: Callable[[bytes], bytes] | None = None,
+                 target: str | None = None):
         self.program = list(program)
         self.digest = digest or sha256_file  # what of stdout must match (optimize --ignore)
         self.normalize = normalize or (lambda data: data)  # the same, as a function of the bytes
@@ -38,7 +39,7 @@ class CandidateRunner:
         workdir.mkdir(parents=True, exist_ok=True)
         base = dict(os.environ) if base_env is None else base_env
         self.config_envs = {c.label: config_env(parse_config(c.spec)) for c in candidates}
-        self.envs = {label: program_env(base, for_program(env, self.program[0]))
+        self.envs = {label: program_env(base, for_program(env, self.program[0], target))
                      for label, env in self.config_envs.items()}
         self.index = {c.label: i for i, c in enumerate(candidates)}
         self.launcher = build_launcher(workdir)

@@ -99,13 +99,16 @@ def runtime_env(config: RuntimeConfig) -> dict[str, str]:
     return env
 
 
-def for_program(env: dict[str, str], program: str) -> dict[str, str]:
+def for_program(env: dict[str, str], program: str, target: str | None = None) -> dict[str, str]:
     """`env` limited to `program`: when it runs the runtime and `program` is an ELF
     executable, HEAPLAYOUT_PROGRAM names it, and every other process that inherits the
     environment (valgrind's launcher, a wrapper, the program's children) runs unoptimized
-    without a word. A script is left alone: the binary it starts is the one to optimize."""
+    without a word. A script is left alone: the binary it starts is the one to optimize.
+    `target` (a census's answer, or --program) names that binary instead of `program`."""
     if "HEAPLAYOUT_POLICY" not in env:
         return env
+    if target:
+        return {**env, "HEAPLAYOUT_PROGRAM": os.path.abspath(target)}
     path = program if os.sep in program else shutil.which(program)
     if not path:
         return env

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from . import paths
+from .elf import is_elf
 from .program_input import open_stdin
 from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
 from .sim_clocks import DEFAULT_SCALE, slowed_clock_env
@@ -181,6 +182,25 @@ def valgrind_env(client_env: dict[str, str], program: Sequence[str],
     return env, user
 
 
+def _is_script(argv0: str) -> bool:
+    path = argv0 if os.sep in argv0 else shutil.which(argv0)
+    return bool(path) and os.path.isfile(path) and not is_elf(Path(path))
+
+
+def _busiest_result(directory: Path) -> Path | None:
+    """Of a script's processes, the result of the one that executed the most instructions
+    (the binary the script runs, whether it execs it or waits for it)."""
+    best, most = None, -1
+    for f in directory.glob("result.*.json"):
+        try:
+            n = int(json.loads(f.read_text()).get("instructions", 0))
+        except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if n > most:
+            best, most = f, n
+    return best
+
+
 def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.PathLike | None = None,
                    valgrind: str = "valgrind", stdout=None, stderr=None,
                    log_file: str | None = None, stdin: Path | None = None, cwd: Path | None = None,
@@ -198,6 +218,10 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         argv = [vg, "-q", *VALGRIND_SCHED_ARGS, f"--tool={TOOL}", f"--out-file={Path(tmp) / 'result.%p.json'}", *opts.tool_args()]
         if log_file:
             argv.append(f"--log-file={log_file}")
+        if _is_script(program[0]):
+            # a wrapper script execs the binary that does the work: follow it (same pid, so the
+            # same result file); the interpreter's own part is not worth a result
+            argv.append("--trace-children=yes")
         argv += list(program)
         env, user_preload = valgrind_env(opts.client_env(), program, env_base)  # LD_PRELOAD in valgrind's environment
         env.update(slowed_clock_env(env.get("LD_PRELOAD", ""), env, opts.clock_scale))
@@ -206,6 +230,8 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
             proc = subprocess.Popen(argv, env=env, stdin=inp, stdout=stdout, stderr=stderr, cwd=cwd)
             out = Path(tmp) / f"result.{proc.pid}.json"
             captured, _ = proc.communicate()
+        if "--trace-children=yes" in argv:
+            out = _busiest_result(Path(tmp)) or out
         if not out.exists():
             raise SimulateError(f"hlsim wrote no result (valgrind exit {proc.returncode})")
         result = json.loads(out.read_text())

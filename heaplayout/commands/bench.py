@@ -17,6 +17,7 @@ from .. import elf, paths
 from ..bench_check import check_patterns, ignoring_digest, normalizer
 from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
+from ..target import resolve_program_option
 
 PROG = "heaplayout bench"
 
@@ -64,6 +65,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
                    help="parts of stdout that may differ between identical runs (a timing line): matches are "
                         "left out of the output check; repeatable")
+    p.add_argument("--program", dest="program_exe", metavar="EXE",
+                   help="the executable of the command's process tree that the runtime works in (a script's "
+                   "interpreter, a driver's child); default: the command itself, every process for a script")
     p.add_argument("--keep-temp", action="store_true", help="keep the temporary directory with outputs and stderr")
     p.set_defaults(func=bench_command)
 
@@ -118,6 +122,11 @@ def bench_command(args: argparse.Namespace) -> int:
         if args.only:
             raise engine.BenchError("--only applies to --suite")
         program = engine.resolve_program(args.program)
+        if args.program_exe:
+            try:
+                args.program_exe = resolve_program_option(args.program_exe)
+            except ValueError as err:
+                raise engine.BenchError(str(err)) from None
         if elf.is_static_executable(Path(program[0])):
             print(f"{PROG}: warning: {program[0]} is statically linked: LD_PRELOAD has no effect on it, so every "
                   "configuration runs the program's own malloc", file=sys.stderr)
@@ -152,7 +161,7 @@ def _bench_program(args: argparse.Namespace, configs: list[engine.Config], cache
     try:
         bench = engine.run_bench(program, configs, tmp, runs=args.runs, warmup=args.warmup, cache=cache,
                                  progress=_progress, stdin=args.stdin, digest=args.digest,
-                                 normalize=normalizer(args.ignore))
+                                 normalize=normalizer(args.ignore), target=args.program_exe)
         header, rows = engine.table_rows(bench)
         print(engine.describe_run(bench))
         print(engine.format_table(header, rows))

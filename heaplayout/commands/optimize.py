@@ -40,6 +40,7 @@ from ..bench_config import BenchError, config_env, parse_config, program_env, re
 from ..bench_launch import build_launcher, fmt_seconds, run_once
 from ..output_stability import unstable_patterns
 from ..runtime_env import for_program
+from ..target import resolve_program_option, take_census
 from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, terminal_table, to_json, to_markdown,
                                verdict_lines)
 from ..optimize_runner import CandidateRunner, NondeterministicOutput
@@ -115,6 +116,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(choose, if the budget allows: else spans), or all in spans or interleaved "
                         "(default choose; docs/optimize.md)")
     p.add_argument("--profile", metavar="FILE", help="use this profile instead of profiling again")
+    p.add_argument("--program", dest="program_exe", metavar="EXE",
+                   help="the executable of the command's process tree to optimize (default: the one that takes "
+                   "the most CPU time in a native run of the training input: a script's interpreter, a compiler "
+                   "driver's cc1plus)")
     p.add_argument("--json", metavar="FILE", help="also write the evidence JSON here (always in the output directory)")
     p.add_argument("-o", "--output", metavar="DIR", help="where the profile, plans and evidence go")
     p.add_argument("--keep-temp", action="store_true", help="keep the runs' stdout/stderr files")
@@ -189,6 +194,7 @@ def optimize_command(args: argparse.Namespace) -> int:
         if any(ch in str(out) for ch in FORBIDDEN_IN_SPECS):
             raise UsageError(f"the output directory {out} contains one of {FORBIDDEN_IN_SPECS!r}, which the plans' "
                              "configuration specs cannot carry; choose another with -o")
+        target = resolve_program_option(args.program_exe) if args.program_exe else None
         given_profile = Path(args.profile).resolve() if args.profile else None
         if given_profile is not None and not given_profile.is_file():
             raise UsageError(f"profile not found: {args.profile}")
@@ -206,10 +212,13 @@ def optimize_command(args: argparse.Namespace) -> int:
         ignore = [*ignore, *derived]
         args.ignore = [*args.ignore, *derived]  # the command line in the evidence repeats them
     train = shlex.split(args.train) if args.train is not None else list(program[1:])
+    if target is None and strategies:
+        target = _find_target([program[0], *train], train_stdin, args.budget)
+    args.program_exe = target  # the command line in the evidence names it
     run = OptimizeRun(command=_command_line(args, program, train, allocs, strategies, out), program=program,
                       train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
                       settings=settings, started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      search=SearchResult([]), ignore=ignore, group_layout=args.group_layout)
+                      search=SearchResult([]), ignore=ignore, group_layout=args.group_layout, target=target)
     deadline = start + args.budget
     variants = [s for s in strategies if s not in POLICY_STRATEGIES]
     if derived:
@@ -220,7 +229,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     profile = given_profile
     t = time.monotonic()
     if variants and profile is None:
-        profile = _profile(program, train, train_stdin, out, run)
+        profile = _profile(program, train, train_stdin, out, run, target)
     run.stage_s["profile"] = time.monotonic() - t
     run.profile = profile
 
@@ -232,7 +241,13 @@ def optimize_command(args: argparse.Namespace) -> int:
     elif variants:
         run.notes.append("no profile, so no plan strategies: only the allocators and the callsite policy were measured")
     run.stage_s["plan"] = time.monotonic() - t
-    if args.group_layout == "choose" and run.plans:
+    if args.group_layout == "choose" and run.plans and target is not None:
+        why = (f"the simulator follows one process, and the work is done by {Path(target).name}, a child or the "
+               "interpreter of the command; every group keeps a span per size class")
+        run.notes.append(f"group layouts not chosen: {why}")
+        for v in run.plans:
+            run.group_layouts[v] = {"chosen": False, "why": why}
+    elif args.group_layout == "choose" and run.plans:
         t = time.monotonic()
         _choose_layouts(run, [program[0], *train], train_stdin, deadline)
         run.stage_s["layout"] = time.monotonic() - t
@@ -246,7 +261,8 @@ def optimize_command(args: argparse.Namespace) -> int:
     try:
         try:
             runner = CandidateRunner(program, candidates, tmp, stdin=stdin,
-                                     digest=ignoring_digest(ignore) if ignore else None, normalize=normalizer(ignore))
+                                     digest=ignoring_digest(ignore) if ignore else None, normalize=normalizer(ignore),
+                                     target=target)
         except BenchError as err:
             print(f"{PROG}: {err}", file=sys.stderr)
             return 2
@@ -302,7 +318,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     if rec is not None:
-        (out / "recommended.env").write_text(env_file_text(recommendation_env(rec, program)))
+        (out / "recommended.env").write_text(env_file_text(recommendation_env(rec, program, target)))
     if not args.no_report:
         report, why = write_report_within(out, doc, max(REPORT_MIN_S, deadline - time.monotonic()))
         if why:
@@ -387,15 +403,35 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
               "--group-layout", args.group_layout, "-o", str(out)]
     if args.profile:
         words += ["--profile", str(Path(args.profile).resolve())]
+    if args.program_exe:
+        words += ["--program", args.program_exe]
     for pat in args.ignore:
         words += ["--ignore", pat]
     return shlex.join([*words, "--", *program])
 
 
-def _profile(program: list[str], train: list[str], stdin: Path | None, out: Path, run: OptimizeRun) -> Path | None:
+def _find_target(train: list[str], stdin: Path | None, budget: float) -> str | None:
+    """The executable that does the work when it is not the command itself (target.py), or None."""
+    try:
+        census = take_census(train, stdin=stdin, timeout=max(60.0, budget / 4))
+    except (OSError, paths.MissingArtifact) as err:
+        _say(f"stage 0/4: which executable does the work: the native run failed ({err}); optimizing the command")
+        return None
+    if not census.delegated():
+        return None
+    target = census.target()
+    _say(f"stage 0/4: the training run's CPU time by executable: {census.describe()}; the work is not done by "
+         f"{Path(train[0]).name} itself, so {target} is profiled and placed (--program names another)")
+    return target
+
+
+def _profile(program: list[str], train: list[str], stdin: Path | None, out: Path, run: OptimizeRun,
+             target: str | None = None) -> Path | None:
     name = Path(program[0]).name
     profile = out / f"{name}.prof"
     cmd = [sys.executable, "-m", "heaplayout.cli", "profile", "-o", str(profile)]
+    if target is not None:
+        cmd += ["--program", target]
     if stdin is not None:
         cmd += ["--stdin", str(stdin)]
     cmd += ["--", program[0], *train]

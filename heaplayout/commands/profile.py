@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from .. import elf, paths
@@ -20,6 +23,7 @@ from ..profile_merge import merge_profiles
 from ..profile_model import Profile
 from ..profile_reader import ProfileError, read_profile
 from ..profile_writer import write_profile
+from ..target import command_file, same_file, take_census
 
 TOOL = "hlprof"
 
@@ -86,6 +90,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="Valgrind's and the tool's messages (progress, fatal-signal reports) go to FILE, not stderr")
     p.add_argument("--valgrind", default="valgrind", help="valgrind executable (default: valgrind)")
     p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input")
+    p.add_argument("--program", dest="program_exe", metavar="EXE|auto",
+                   help="profile the processes of the command that run EXE (a script's interpreter, a compiler "
+                   "driver's cc1): Valgrind follows every child, and the profiles of EXE's processes are kept "
+                   "(merged when several ran). 'auto': the executable with the most CPU time in a native run "
+                   "first (heaplayout/target.py). Default: the command itself; auto when it is a script")
     p.add_argument("--top", type=int, default=15, help="show: how many contexts and edges to list (default 15)")
     p.add_argument("--force", action="store_true", help="merge: allow profiles of different binaries")
     p.add_argument("--pprof", metavar="OUT", help="export: write the profile as a gzipped pprof profile.proto")
@@ -150,9 +159,14 @@ def profile_command(args: argparse.Namespace) -> int:
               "through the dynamic loader, which this program does not use, so the profile will hold no heap "
               "objects", file=sys.stderr)
     out = os.path.abspath(args.output or "heaplayout.profile")
-    argv = tool_argv(args, out) + list(args.program)
     env = dict(os.environ)
     env["VALGRIND_LIB"] = str(lib)
+    program_opt = args.program_exe
+    if program_opt is None and exe and not elf.is_elf(Path(exe)):
+        program_opt = "auto"  # a script: the binary it starts is what allocates
+    if program_opt is not None:
+        return _profile_following(args, program_opt, valgrind, env, stdin, out)
+    argv = tool_argv(args, out) + list(args.program)
     sys.stdout.flush()
     sys.stderr.flush()
     if stdin is not None:
@@ -160,6 +174,82 @@ def profile_command(args: argparse.Namespace) -> int:
     # exec: the program's stdout, stderr, exit code and fatal signal are passed through unchanged
     os.execvpe(valgrind, argv, env)
     return 0  # not reached
+
+
+def _profile_header_exe(path: Path) -> str | None:
+    """The `H exe` of a profile file (in its first records), None when it has none."""
+    try:
+        with open(path, "rb") as f:
+            for _ in range(64):
+                line = f.readline()
+                if not line:
+                    break
+                if line.startswith(b"H exe "):
+                    return line[6:].rstrip(b"\n").decode("utf-8", "replace")
+    except OSError:
+        pass
+    return None
+
+
+def _profile_following(args: argparse.Namespace, program_opt: str, valgrind: str, env: dict[str, str],
+                       stdin: Path | None, out: str) -> int:
+    """Profile the command's processes that run the target executable (Valgrind follows
+    every child; one profile file per process), keep those, merged when several ran, and
+    return the command's exit status."""
+    target = program_opt
+    if program_opt == "auto":
+        print(f"heaplayout profile: which executable does the work: one native run of {shlex.join(args.program)}",
+              file=sys.stderr)
+        try:
+            census = take_census(args.program, stdin=stdin)
+        except (OSError, paths.MissingArtifact) as err:
+            print(f"heaplayout profile: the native run failed: {err}", file=sys.stderr)
+            return 2
+        found = census.target()
+        if found is None:
+            print("heaplayout profile: no process of the command reported (a static executable, or the command "
+                  "failed at once); profiling the command itself", file=sys.stderr)
+            found = command_file(args.program[0]) or args.program[0]
+        else:
+            print(f"heaplayout profile: CPU time by executable: {census.describe()}; profiling {found}", file=sys.stderr)
+        target = found
+    elif not os.path.exists(target):
+        resolved = shutil.which(target)
+        if not resolved:
+            print(f"heaplayout profile: --program {target}: no such executable", file=sys.stderr)
+            return 2
+        target = resolved
+    tmp = Path(tempfile.mkdtemp(prefix="heaplayout-profiles-", dir=os.path.dirname(out)))
+    try:
+        argv = tool_argv(args, str(tmp / "prof.%p")) + ["--trace-children=yes", *args.program]
+        sys.stdout.flush()
+        stdin_f = open(stdin, "rb") if stdin is not None else None
+        try:
+            rc = subprocess.run(argv, env=env, stdin=stdin_f).returncode
+        finally:
+            if stdin_f is not None:
+                stdin_f.close()
+        mine = [f for f in sorted(tmp.glob("prof.*")) if same_file(_profile_header_exe(f), target)]
+        if not mine:
+            seen = sorted({Path(e).name for f in tmp.glob("prof.*") if (e := _profile_header_exe(f))})
+            print(f"heaplayout profile: no process of the command ran {target} (profiled: {', '.join(seen) or 'none'}); "
+                  "no profile written", file=sys.stderr)
+            return rc if rc > 0 else 2
+        if len(mine) == 1:
+            shutil.move(str(mine[0]), out)
+        else:
+            try:
+                merged = merge_profiles([read_profile(f) for f in mine])
+            except (OSError, ProfileError, ValueError) as err:
+                print(f"heaplayout profile: {len(mine)} processes ran {target}; merging their profiles failed: {err}",
+                      file=sys.stderr)
+                return 1
+            write_profile(merged, out)
+            print(f"heaplayout profile: {len(mine)} processes ran {Path(target).name}; their profiles merged into {out}",
+                  file=sys.stderr)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rc if rc >= 0 else 128 - rc
 
 
 def show_command(files: list[str], args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from .. import allocators, elf, paths
 from ..program_input import check_stdin_file, redirect_stdin
 from ..plan_format import plan_refusal
 from ..runtime_env import OPTION_DEFAULTS, POLICIES, RuntimeConfig, for_program, runtime_env
+from ..target import resolve_program_option
 
 
 def add_runtime_options(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +81,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stats", action="store_true", help="print per-pool statistics to stderr at exit")
     p.add_argument("--stats-json", metavar="FILE", help="also write the statistics as JSON to FILE")
     p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input")
+    p.add_argument("--program", dest="program_exe", metavar="EXE",
+                   help="the executable of the command's process tree that the runtime works in (a script's "
+                   "interpreter, a driver's child such as cc1plus); default: the command itself, every process "
+                   "for a script")
     p.add_argument(
         "--print-env",
         action="store_true",
@@ -92,6 +97,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         env = runtime_env(config_from_args(args))
         stdin = check_stdin_file(getattr(args, "stdin", None))
+        target = resolve_program_option(args.program_exe) if args.program_exe else None
     except (ValueError, paths.MissingArtifact) as err:
         print(f"heaplayout run: {err}", file=sys.stderr)
         return 2
@@ -101,8 +107,8 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     if args.stats_json:
         env["HEAPLAYOUT_STATS_JSON"] = os.path.abspath(args.stats_json)
-    if args.program:
-        env = for_program(env, args.program[0])
+    if args.program or target:
+        env = for_program(env, args.program[0] if args.program else "", target)
     if args.print_env:
         for name, value in env.items():
             print(f"{name}={value}")

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "dpa.h"
@@ -148,8 +149,20 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
     hl_message("cannot write statistics to %s", path);
     return;
   }
-  out_printf(&o, "{\"version\":1,\"policy\":\"%s\",\"pid\":%d,\"chunk_size\":%zu,\"pools\":[",
-             hl_policy_name(atomic_load(&hl_state.policy)), (int)getpid(), hl_rng.chunk_size);
+  /* which executable this process ran and the CPU time it took: the census that finds the
+   * process of a command tree that does the work (heaplayout/target.py) reads these */
+  char exe[512];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  struct rusage ru;
+  double cpu = 0.0;
+  if (getrusage(RUSAGE_SELF, &ru) == 0)
+    cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+          ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+  out_printf(&o, "{\"version\":1,\"policy\":\"%s\",\"pid\":%d,\"exe\":\"",
+             hl_policy_name(atomic_load(&hl_state.policy)), (int)getpid());
+  json_escape(&o, exe);
+  out_printf(&o, "\",\"cpu_s\":%.4f,\"chunk_size\":%zu,\"pools\":[", cpu, hl_rng.chunk_size);
   int first = 1;
   for (unsigned id = 1; id < npools; id++) {
     const pool_totals *p = &t[id];
