@@ -654,8 +654,12 @@ void hl_unwind_refresh_modules(void);
  * TLS is the heap pointer and two flags. Static TLS is carved out of every thread's
  * stack: 36.5 KiB of caches there made pthread_create fail for 16 and 32 KiB stacks. */
 
-/* Per-thread cache of allocation sites, direct-mapped by return address (fastpath.h). */
-#define HL_SITE_CACHE_SLOTS 256u
+/* Per-thread cache of allocation sites, direct-mapped by return address (fastpath.h).
+ * 1024 slots: programs with hundreds of allocation sites (cppcheck 390, yosys 661, gcc
+ * 1,226) evicted each other's entries from 256 (a slot per KiB of code), and every
+ * eviction costs a slow-path visit: under dpa, cppcheck's measuring run took 129k of them
+ * with 256 slots, 34k with 1024 (docs/results.md section 26). 32 KiB per thread heap. */
+#define HL_SITE_CACHE_SLOTS 1024u
 typedef struct hl_site_cache_entry {
   uintptr_t ra;     /* 0: empty (no return address is 0) */
   hl_tpool *tp;     /* NULL: not pooled; HL_TP_WALK: the plan needs a stack walk here */
