@@ -288,8 +288,13 @@ void *hl_dpa_malloc(size_t size, void *const *fp) {
   void *p = hl_alloc_try(size, fp);
   if (HL_LIKELY(p > HL_FORWARD)) return p;
   if (p == HL_FORWARD || size > hl_state.opt.max_size) return forward(size);
+  hl_tpool *tp = hl_cached_tpool(fp);
+  if (tp != HL_TP_WALK) { /* a settled context whose pool needs a chunk or a span: no decision */
+    if (tp != NULL && size <= tp->max_size && (p = hl_tpool_alloc(tp, size)) != NULL) return p;
+    return forward(size);
+  }
   uint32_t g;
-  hl_tpool *tp = decide(fp, size, &g, 1);
+  tp = decide(fp, size, &g, 1);
   if (tp != NULL && size <= tp->max_size) {
     p = hl_tpool_alloc(tp, size);
   }
