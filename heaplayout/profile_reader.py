@@ -20,6 +20,28 @@ def _opt_int(s: str) -> int | None:
     return None if s == "-" else int(s)
 
 
+def read_header(path: str | Path, max_lines: int = 256) -> dict[str, str]:
+    """The `H` records at the start of a profile (without `arg`), read without the rest of
+    the file: a large profile's header in microseconds. {} for a file that is not one."""
+    out: dict[str, str] = {}
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(max_lines):
+                line = fh.readline()
+                if not line:
+                    break
+                f = line.decode("utf-8", "replace").rstrip("\n").split(" ")
+                if f[0] != "H":
+                    if out:
+                        break
+                    continue
+                if len(f) > 1 and f[1] != "arg":
+                    out[f[1]] = " ".join(f[2:]) if f[1] == "tool" else (unescape(f[2]) if len(f) > 2 else "")
+    except OSError:
+        pass
+    return out
+
+
 def read_profile(path: str | Path, *, with_objects: bool = True, with_stream: bool = True) -> Profile:
     """Read and check a profile; ProfileError (with the file name) when it is not one."""
     with open(path, "rb") as f:

@@ -71,6 +71,21 @@ class Census:
         return ", ".join(f"{Path(e).name} {100 * c / total:.0f}%" for e, c in ranked)
 
 
+def unprofiled_processes(census: Census, exe: str, profiled_runs: int) -> str | None:
+    """What to tell the user when more processes ran `exe` natively than its profile holds:
+    a process that forks workers without exec (a pre-forking server, a parallel build tool
+    running itself) is profiled in the parent only, since the profiler stops writing in a
+    forked child. None when the profile holds every one."""
+    procs = [p for p in census.processes if same_file(p.exe, exe)]
+    if len(procs) <= profiled_runs:
+        return None
+    total = sum(p.cpu_s for p in procs)
+    top = max(p.cpu_s for p in procs)
+    return (f"{len(procs)} processes ran {Path(exe).name} in the native run and the profile holds {profiled_runs}: "
+            "processes forked without exec are not profiled, so the plans come from part of the work "
+            f"(the busiest process took {100 * top / total if total > 0 else 100:.0f}% of their CPU time)")
+
+
 def same_file(a: str | None, b: str | None) -> bool:
     if not a or not b:
         return False

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import run_program
 from heaplayout.profile_reader import read_profile
-from heaplayout.target import Census, Process, same_file, take_census
+from heaplayout.target import Census, Process, same_file, take_census, unprofiled_processes
 
 CLI = [sys.executable, "-m", "heaplayout.cli"]
 CELLS = 100000
@@ -124,3 +124,25 @@ def test_optimize_on_a_script_profiles_and_places_its_binary(build_dir, runtime_
         assert same_file(rec["env"]["HEAPLAYOUT_PROGRAM"], str(worker)) and "--program" in rec["command"]
     if rec["bench_command"]:
         assert "--program" in rec["bench_command"]
+
+
+def test_unprofiled_processes_note():
+    c = Census([Process(1, "/srv/app", 0.1), Process(2, "/srv/app", 2.0), Process(3, "/srv/app", 2.0)], "/srv/app")
+    note = unprofiled_processes(c, "/srv/app", 1)
+    assert note is not None and note.startswith("3 processes ran app") and "holds 1" in note and "49%" in note
+    assert unprofiled_processes(c, "/srv/app", 3) is None
+    assert unprofiled_processes(Census([Process(1, "/srv/app", 1.0)], "/srv/app"), "/srv/app", 1) is None
+
+
+def test_optimize_says_when_forked_workers_are_not_profiled(build_dir, runtime_lib, tmp_path):
+    """The work is in two children forked without exec: the census sees three processes of
+    the program, the profile holds one, and the evidence says so."""
+    worker = build_dir / "tests" / "commands" / "fork_worker"
+    out = tmp_path / "o"
+    r = run_program(CLI + ["optimize", "--allocator", "glibc", "--strategies", "halo", "--race-rounds", "1",
+                           "--runs", "5", "--budget", "60", "--no-report", "-o", str(out), "--", str(worker), "2",
+                           "100000"], timeout=400)
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads((out / "optimize.json").read_text())
+    assert doc["target"] is None  # the program's own executable does the work
+    assert any(n.startswith("3 processes ran fork_worker") and "holds 1" in n for n in doc["notes"]), doc["notes"]

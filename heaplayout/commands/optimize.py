@@ -40,7 +40,7 @@ from ..bench_config import BenchError, config_env, parse_config, program_env, re
 from ..bench_launch import build_launcher, fmt_seconds, run_once
 from ..output_stability import unstable_patterns
 from ..runtime_env import for_program
-from ..target import resolve_program_option, take_census
+from ..target import Census, command_file, resolve_program_option, take_census, unprofiled_processes
 from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, terminal_table, to_json, to_markdown,
                                verdict_lines)
 from ..optimize_runner import CandidateRunner, NondeterministicOutput
@@ -212,8 +212,13 @@ def optimize_command(args: argparse.Namespace) -> int:
         ignore = [*ignore, *derived]
         args.ignore = [*args.ignore, *derived]  # the command line in the evidence repeats them
     train = shlex.split(args.train) if args.train is not None else list(program[1:])
-    if target is None and strategies:
-        target = _find_target([program[0], *train], train_stdin, args.budget)
+    census = None
+    if strategies:
+        census = _census([program[0], *train], train_stdin, args.budget)
+    if target is None and census is not None and census.delegated():
+        target = census.target()
+        _say(f"stage 0/4: the training run's CPU time by executable: {census.describe()}; the work is not done by "
+             f"{Path(program[0]).name} itself, so {target} is profiled and placed (--program names another)")
     args.program_exe = target  # the command line in the evidence names it
     run = OptimizeRun(command=_command_line(args, program, train, allocs, strategies, out), program=program,
                       train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
@@ -230,6 +235,8 @@ def optimize_command(args: argparse.Namespace) -> int:
     t = time.monotonic()
     if variants and profile is None:
         profile = _profile(program, train, train_stdin, out, run, target)
+        if profile is not None and census is not None:
+            _check_profiled_processes(profile, census, target or command_file(program[0]) or program[0], run)
     run.stage_s["profile"] = time.monotonic() - t
     run.profile = profile
 
@@ -410,19 +417,25 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
     return shlex.join([*words, "--", *program])
 
 
-def _find_target(train: list[str], stdin: Path | None, budget: float) -> str | None:
-    """The executable that does the work when it is not the command itself (target.py), or None."""
+def _census(train: list[str], stdin: Path | None, budget: float) -> Census | None:
+    """Which processes the training command runs and their CPU time (target.py), or None."""
     try:
-        census = take_census(train, stdin=stdin, timeout=max(60.0, budget / 4))
+        return take_census(train, stdin=stdin, timeout=max(60.0, budget / 4))
     except (OSError, paths.MissingArtifact) as err:
         _say(f"stage 0/4: which executable does the work: the native run failed ({err}); optimizing the command")
         return None
-    if not census.delegated():
-        return None
-    target = census.target()
-    _say(f"stage 0/4: the training run's CPU time by executable: {census.describe()}; the work is not done by "
-         f"{Path(train[0]).name} itself, so {target} is profiled and placed (--program names another)")
-    return target
+
+
+def _check_profiled_processes(profile: Path, census: Census, exe: str, run: OptimizeRun) -> None:
+    from ..profile_reader import read_header
+    try:
+        runs = max(1, int(read_header(profile).get("merged_runs", "1")))
+    except ValueError:
+        return
+    note = unprofiled_processes(census, exe, runs)
+    if note:
+        run.notes.append(note)
+        _say(f"  note: {note}")
 
 
 def _profile(program: list[str], train: list[str], stdin: Path | None, out: Path, run: OptimizeRun,

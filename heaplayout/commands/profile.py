@@ -21,7 +21,7 @@ from .. import elf, paths
 from ..program_input import check_stdin_file, redirect_stdin
 from ..profile_merge import merge_profiles
 from ..profile_model import Profile
-from ..profile_reader import ProfileError, read_profile
+from ..profile_reader import ProfileError, read_header, read_profile
 from ..profile_writer import write_profile
 from ..target import command_file, same_file, take_census
 
@@ -177,18 +177,7 @@ def profile_command(args: argparse.Namespace) -> int:
 
 
 def _profile_header_exe(path: Path) -> str | None:
-    """The `H exe` of a profile file (in its first records), None when it has none."""
-    try:
-        with open(path, "rb") as f:
-            for _ in range(64):
-                line = f.readline()
-                if not line:
-                    break
-                if line.startswith(b"H exe "):
-                    return line[6:].rstrip(b"\n").decode("utf-8", "replace")
-    except OSError:
-        pass
-    return None
+    return read_header(path).get("exe")
 
 
 def _profile_following(args: argparse.Namespace, program_opt: str, valgrind: str, env: dict[str, str],
