@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -135,10 +136,18 @@ def take_census(argv: Sequence[str], *, stdin: Path | None = None, env: dict[str
                    "HEAPLAYOUT_STATS_JSON": os.path.join(tmp, "%p.json")}
         stdin_f = open(stdin, "rb") if stdin is not None else subprocess.DEVNULL
         try:
-            subprocess.run(list(argv), env=run_env, stdin=stdin_f, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
-            pass
+            # a session of its own: on a timeout the whole tree is killed, not only the
+            # command (a launcher's child would otherwise run on beside the measurements)
+            proc = subprocess.Popen(list(argv), env=run_env, stdin=stdin_f, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
         finally:
             if stdin is not None:
                 stdin_f.close()

@@ -146,3 +146,17 @@ def test_optimize_says_when_forked_workers_are_not_profiled(build_dir, runtime_l
     doc = json.loads((out / "optimize.json").read_text())
     assert doc["target"] is None  # the program's own executable does the work
     assert any(n.startswith("3 processes ran fork_worker") and "holds 1" in n for n in doc["notes"]), doc["notes"]
+
+
+def test_a_census_past_its_time_kills_the_whole_tree(tmp_path):
+    """The command is killed with its children: a launcher's child must not run on beside
+    the measurements that follow."""
+    marker = tmp_path / "still-running"
+    script = tmp_path / "slow.sh"
+    script.write_text(f'#!/bin/sh\nsh -c "sleep 3; touch {marker}"\necho done\n')
+    script.chmod(0o755)
+    c = take_census([str(script)], timeout=0.5)
+    assert c.processes == []
+    import time
+    time.sleep(4)
+    assert not marker.exists()
