@@ -375,7 +375,7 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
         launcher = build_launcher(tmp)
         runs = [run_once(program, env, tmp, f"ref{i}", launcher, stdin=stdin) for i in (1, 2)]
         (wall1, status1, _, out1, err1), (wall2, status2, _, out2, err2) = runs
-        _say(f"  {fmt_seconds(wall1)}, {fmt_seconds(wall2)}; exit {status1.describe()}")
+        _say(f"  {fmt_seconds(wall1)}, {fmt_seconds(wall2)}; {status1.describe()}")
         if status1 != status2:
             raise _Unstable(f"two runs of the program alone ended differently ({status1.describe()}, then "
                             f"{status2.describe()}; stderr ends {stderr_tail(err2)}): optimize cannot check "
