@@ -106,7 +106,10 @@ def resolve_program_option(name: str) -> str:
     """--program EXE as an absolute path (a bare name searched in PATH); ValueError if none."""
     path = name if os.sep in name else shutil.which(name)
     if not path or not os.path.isfile(path):
-        raise ValueError(f"--program {name}: no such executable")
+        where = "no such file" if os.sep in name else "not found in PATH"
+        raise ValueError(f"--program {name}: {where}; give the executable's path (a driver's child such as cc1plus "
+                         "is not in PATH: `heaplayout profile --program auto -- COMMAND` prints which executable "
+                         "does the work, with its path)")
     return os.path.abspath(path)
 
 

@@ -92,7 +92,9 @@ def test_run_program_limits_the_runtime_to_the_target(build_dir, runtime_lib, tm
     assert len(stats) == 1 and same_file(stats[0]["exe"], str(worker)), stats
     assert stats[0]["cpu_s"] >= 0 and sum(p["objects"] for p in stats[0]["pools"]) >= CELLS - 100  # the first 100 are counted, not pooled
     r = run_program(CLI + ["run", "--program", str(tmp_path / "missing"), "--", str(script), str(numbers)])
-    assert r.returncode == 2 and b"no such executable" in r.stderr
+    assert r.returncode == 2 and b"--program" in r.stderr and b"no such file" in r.stderr
+    r = run_program(CLI + ["run", "--program", "cc1plus-not-in-path", "--", str(script), str(numbers)])
+    assert r.returncode == 2 and b"not found in PATH; give the executable's path" in r.stderr
 
 
 def test_simulate_reports_the_binary_not_the_shell(build_dir, runtime_lib, tmp_path):

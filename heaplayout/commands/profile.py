@@ -23,7 +23,7 @@ from ..profile_merge import merge_profiles
 from ..profile_model import Profile
 from ..profile_reader import ProfileError, read_header, read_profile
 from ..profile_writer import write_profile
-from ..target import command_file, same_file, take_census
+from ..target import command_file, resolve_program_option, same_file, take_census
 
 TOOL = "hlprof"
 
@@ -202,12 +202,12 @@ def _profile_following(args: argparse.Namespace, program_opt: str, valgrind: str
         else:
             print(f"heaplayout profile: CPU time by executable: {census.describe()}; profiling {found}", file=sys.stderr)
         target = found
-    elif not os.path.exists(target):
-        resolved = shutil.which(target)
-        if not resolved:
-            print(f"heaplayout profile: --program {target}: no such executable", file=sys.stderr)
+    else:
+        try:
+            target = resolve_program_option(target)
+        except ValueError as err:
+            print(f"heaplayout profile: {err}", file=sys.stderr)
             return 2
-        target = resolved
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-profiles-", dir=os.path.dirname(out)))
     try:
         argv = tool_argv(args, str(tmp / "prof.%p")) + ["--trace-children=yes", *args.program]
