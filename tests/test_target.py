@@ -162,3 +162,19 @@ def test_a_census_past_its_time_kills_the_whole_tree(tmp_path):
     import time
     time.sleep(4)
     assert not marker.exists()
+
+
+def test_profile_through_an_elf_launcher_by_default(build_dir, runtime_lib, tmp_path):
+    """`nice` (an ELF program that execs its argument) is not what allocates: the default
+    census profiles the worker; --program self profiles the command as it was asked."""
+    worker, numbers, _ = _setup(build_dir, tmp_path)
+    prof = tmp_path / "nice.prof"
+    r = run_program(CLI + ["profile", "-o", str(prof), "--stdin", str(numbers), "--", "nice", "-n", "0", str(worker),
+                           "list"], timeout=300)
+    assert r.returncode == 0 and b"count 100000" in r.stdout, r.stderr.decode()
+    assert b"profiling " + str(worker).encode() in r.stderr
+    assert same_file(read_profile(prof).header["exe"], str(worker))
+    r = run_program(CLI + ["profile", "--program", "self", "-o", str(prof), "--stdin", str(numbers), "--", "nice", "-n",
+                           "0", str(worker), "list"], timeout=300)
+    assert r.returncode == 0 and b"CPU time by executable" not in r.stderr, r.stderr.decode()
+    assert Path(read_profile(prof).header["exe"]).name == "nice" or not read_profile(prof).complete

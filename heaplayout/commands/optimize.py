@@ -443,8 +443,7 @@ def _profile(program: list[str], train: list[str], stdin: Path | None, out: Path
     name = Path(program[0]).name
     profile = out / f"{name}.prof"
     cmd = [sys.executable, "-m", "heaplayout.cli", "profile", "-o", str(profile)]
-    if target is not None:
-        cmd += ["--program", target]
+    cmd += ["--program", target or "self"]  # optimize took the census already
     if stdin is not None:
         cmd += ["--stdin", str(stdin)]
     cmd += ["--", program[0], *train]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from ..profile_merge import merge_profiles
 from ..profile_model import Profile
 from ..profile_reader import ProfileError, read_header, read_profile
 from ..profile_writer import write_profile
-from ..target import command_file, resolve_program_option, same_file, take_census
+from ..target import resolve_program_option, same_file, take_census
 
 TOOL = "hlprof"
 
@@ -90,11 +89,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="Valgrind's and the tool's messages (progress, fatal-signal reports) go to FILE, not stderr")
     p.add_argument("--valgrind", default="valgrind", help="valgrind executable (default: valgrind)")
     p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input")
-    p.add_argument("--program", dest="program_exe", metavar="EXE|auto",
+    p.add_argument("--program", dest="program_exe", metavar="EXE|auto|self",
                    help="profile the processes of the command that run EXE (a script's interpreter, a compiler "
                    "driver's cc1): Valgrind follows every child, and the profiles of EXE's processes are kept "
-                   "(merged when several ran). 'auto': the executable with the most CPU time in a native run "
-                   "first (heaplayout/target.py). Default: the command itself; auto when it is a script")
+                   "(merged when several ran). 'auto' (the default): the executable with the most CPU time in one "
+                   "native run first (heaplayout/target.py), the command itself when that is it; 'self': the "
+                   "command itself, no native run")
     p.add_argument("--top", type=int, default=15, help="show: how many contexts and edges to list (default 15)")
     p.add_argument("--force", action="store_true", help="merge: allow profiles of different binaries")
     p.add_argument("--pprof", metavar="OUT", help="export: write the profile as a gzipped pprof profile.proto")
@@ -161,10 +161,10 @@ def profile_command(args: argparse.Namespace) -> int:
     out = os.path.abspath(args.output or "heaplayout.profile")
     env = dict(os.environ)
     env["VALGRIND_LIB"] = str(lib)
-    program_opt = args.program_exe
-    if program_opt is None and exe and not elf.is_elf(Path(exe)):
-        program_opt = "auto"  # a script: the binary it starts is what allocates
-    if program_opt is not None:
+    program_opt = args.program_exe or "auto"
+    if program_opt == "auto":
+        program_opt = _busiest_executable(args.program, stdin)
+    if program_opt != "self":
         return _profile_following(args, program_opt, valgrind, env, stdin, out)
     argv = tool_argv(args, out) + list(args.program)
     sys.stdout.flush()
@@ -180,34 +180,32 @@ def _profile_header_exe(path: Path) -> str | None:
     return read_header(path).get("exe")
 
 
+def _busiest_executable(program: list[str], stdin: Path | None) -> str:
+    """--program auto: the executable that does the command's work (one native run, the
+    census of target.py), or "self" when that is the command itself, or when nothing
+    reported (a static executable, a command that fails at once)."""
+    try:
+        census = take_census(program, stdin=stdin)
+    except (OSError, paths.MissingArtifact):
+        return "self"  # the profiled run reports what is wrong
+    if not census.delegated():
+        return "self"
+    target = census.target() or "self"
+    print(f"heaplayout profile: CPU time by executable in a native run: {census.describe()}; profiling {target} "
+          "(--program self profiles the command itself)", file=sys.stderr)
+    return target
+
+
 def _profile_following(args: argparse.Namespace, program_opt: str, valgrind: str, env: dict[str, str],
                        stdin: Path | None, out: str) -> int:
     """Profile the command's processes that run the target executable (Valgrind follows
     every child; one profile file per process), keep those, merged when several ran, and
     return the command's exit status."""
-    target = program_opt
-    if program_opt == "auto":
-        print(f"heaplayout profile: which executable does the work: one native run of {shlex.join(args.program)}",
-              file=sys.stderr)
-        try:
-            census = take_census(args.program, stdin=stdin)
-        except (OSError, paths.MissingArtifact) as err:
-            print(f"heaplayout profile: the native run failed: {err}", file=sys.stderr)
-            return 2
-        found = census.target()
-        if found is None:
-            print("heaplayout profile: no process of the command reported (a static executable, or the command "
-                  "failed at once); profiling the command itself", file=sys.stderr)
-            found = command_file(args.program[0]) or args.program[0]
-        else:
-            print(f"heaplayout profile: CPU time by executable: {census.describe()}; profiling {found}", file=sys.stderr)
-        target = found
-    else:
-        try:
-            target = resolve_program_option(target)
-        except ValueError as err:
-            print(f"heaplayout profile: {err}", file=sys.stderr)
-            return 2
+    try:
+        target = resolve_program_option(program_opt)
+    except ValueError as err:
+        print(f"heaplayout profile: {err}", file=sys.stderr)
+        return 2
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-profiles-", dir=os.path.dirname(out)))
     try:
         argv = tool_argv(args, str(tmp / "prof.%p")) + ["--trace-children=yes", *args.program]
