@@ -11,7 +11,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from .bench_config import BenchError, program_env
 from .program_input import open_stdin
@@ -58,6 +58,17 @@ class RunResult:
     stdout_path: Path
     stderr_path: Path
     stdout_sha256: str
+    cpu_s: float | None = None  # user + system time (None: not measured)
+
+
+class Launch(NamedTuple):
+    """One run of a program by the launcher."""
+    wall_s: float
+    status: ExitStatus
+    maxrss_kib: int
+    stdout: Path
+    stderr: Path
+    cpu_s: float  # user + system time of the program and the children it waited for
 
 
 # The process that starts the program. The child's peak RSS (ru_maxrss) includes the
@@ -65,7 +76,8 @@ class RunResult:
 # high-water mark over exec), and Python's subprocess uses vfork, which shares all of our
 # memory: a direct Popen would report at least this Python process's peak RSS for every
 # program. So a small launcher forks the program, times it around fork and wait4, and
-# writes "wall_s wait_status maxrss_kib" to a result file. The C launcher (compiled per
+# writes "wall_s wait_status maxrss_kib cpu_s" to a result file (cpu_s: user + system time of
+# the program and the children it waited for, from wait4). The C launcher (compiled per
 # bench invocation into its temporary directory, ~0.1 s) gives a floor of ~1.5 MB; without
 # a C compiler a minimal Python launcher (-I -S) is used, floor ~6 MB. The floor is measured
 # (`launcher_rss_floor`) and reported.
@@ -103,8 +115,9 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
     FILE *f = fopen(argv[1], "w");
     if (!f) return 125;
-    fprintf(f, "%.9f %d %ld\n", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
-            status, ru.ru_maxrss);
+    fprintf(f, "%.9f %d %ld %.6f\n", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+            status, ru.ru_maxrss,
+            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6);
     return fclose(f) ? 125 : 0;
 }
 """
@@ -128,7 +141,7 @@ if pid == 0:
 _, status, ru = os.wait4(pid, 0)
 t1 = time.perf_counter()
 with open(result, "w") as f:
-    f.write("%r %d %d\n" % (t1 - t0, status, ru.ru_maxrss))
+    f.write("%r %d %d %r\n" % (t1 - t0, status, ru.ru_maxrss, ru.ru_utime + ru.ru_stime))
 """
 
 PYTHON_LAUNCHER = (sys.executable, "-I", "-S", "-c", _LAUNCHER_PY)
@@ -157,11 +170,11 @@ def sha256_file(path: Path) -> str:
 
 def run_once(program: Sequence[str], env: dict[str, str], workdir: Path, tag: str,
              launcher: Sequence[str] = PYTHON_LAUNCHER,
-             stdin: Path | None = None) -> tuple[float, ExitStatus, int, Path, Path]:
+             stdin: Path | None = None) -> Launch:
     """Run `program` once with exactly `env` (LD_PRELOAD applied only to the program, not to
     the launcher); `program[0]` must be a path (see resolve_program). stdin is the file
     `stdin` read from its start (program_input.py), or /dev/null.
-    Returns (wall seconds, exit status, peak RSS KiB, stdout file, stderr file)."""
+    Returns its wall and CPU seconds, exit status, peak RSS, and where stdout and stderr went."""
     out_path, err_path, res_path = workdir / f"{tag}.out", workdir / f"{tag}.err", workdir / f"{tag}.res"
     launcher_env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
     argv = [*launcher, str(res_path), env.get("LD_PRELOAD", ""), *program]
@@ -170,20 +183,21 @@ def run_once(program: Sequence[str], env: dict[str, str], workdir: Path, tag: st
         _, status, _ = os.wait4(proc.pid, 0)
         proc.returncode = ExitStatus.from_wait_status(status).code or 0  # reaped here, not by Popen
     try:
-        wall_text, status_text, rss_text = res_path.read_text().split()
+        wall_text, status_text, rss_text, cpu_text = res_path.read_text().split()
     except (OSError, ValueError):
         raise BenchError(f"the launcher failed for {program[0]} (wait status {status}); see {err_path}") from None
     res_path.unlink()
-    return float(wall_text), ExitStatus.from_wait_status(int(status_text)), int(rss_text), out_path, err_path
+    return Launch(float(wall_text), ExitStatus.from_wait_status(int(status_text)), int(rss_text), out_path, err_path,
+                  float(cpu_text))
 
 
 def launcher_rss_floor(workdir: Path, launcher: Sequence[str]) -> int:
     """Peak RSS (KiB) reported for `/bin/true`: about the smallest value bench can report."""
     true = shutil.which("true") or "/bin/true"
-    _, _, rss, out, err = run_once([true], program_env(dict(os.environ), {}), workdir, "rss-floor", launcher)
-    out.unlink(missing_ok=True)
-    err.unlink(missing_ok=True)
-    return rss
+    run = run_once([true], program_env(dict(os.environ), {}), workdir, "rss-floor", launcher)
+    run.stdout.unlink(missing_ok=True)
+    run.stderr.unlink(missing_ok=True)
+    return run.maxrss_kib
 
 
 def fmt_seconds(x: float) -> str:

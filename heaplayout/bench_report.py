@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 from .bench_config import BenchError, config_text
 from .bench_launch import ExitStatus, fmt_seconds
 from .bench_run import BenchResult
-from .bench_stats import Spread, paired_ratios
+from .bench_stats import Spread, spread
 
 JSON_SCHEMA = "heaplayout-bench/1"
 SUITE_JSON_SCHEMA = "heaplayout-bench-suite/1"
@@ -26,6 +26,8 @@ def command_line(bench: BenchResult) -> str:
         parts += ["--cachegrind", f"--LL={bench.cache_spec.LL}", f"--D1={bench.cache_spec.D1}"]
     if bench.stdin is not None:
         parts += ["--stdin", str(bench.stdin)]
+    if bench.metric.asked != "auto":
+        parts += ["--metric", bench.metric.asked]
     return shlex.join([*parts, "--", *bench.program])
 
 
@@ -33,7 +35,8 @@ def result_to_json(bench: BenchResult) -> dict:
     """The --json document (schema in docs/bench.md)."""
     configs = []
     for c in bench.configs:
-        w, ratio, rss = bench.wall(c), bench.ratio(c), bench.rss(c)
+        w, t, ratio, rss = bench.wall(c), bench.time(c), bench.ratio(c), bench.rss(c)
+        cpu = [r.cpu_s for r in c.timed() if r.cpu_s is not None]
         entry: dict = {
             "label": c.config.label,
             "spec": c.config.spec,
@@ -43,7 +46,9 @@ def result_to_json(bench: BenchResult) -> dict:
             "env": c.env,
             "baseline": c is bench.baseline,
             "wall_s": {**w.to_json(), "values": [r.wall_s for r in c.timed()]},
-            "ratio": {**ratio.to_json(), "values": paired_ratios(c.times_by_round(), bench.baseline.times_by_round())},
+            "cpu_s": {**spread(cpu).to_json(), "values": cpu} if cpu else None,
+            "time_s": {**t.to_json(), "metric": bench.metric.metric},
+            "ratio": {**ratio.to_json(), "values": bench.ratios(c)},
             "peak_rss_kib": {"median": rss.median, "max": rss.max, "values": [r.maxrss_kib for r in c.timed()]},
             "exit": [_status_json(r.status) for r in c.timed()],
             "output_ok": c.output_ok,
@@ -70,6 +75,7 @@ def result_to_json(bench: BenchResult) -> dict:
         "baseline": bench.baseline.config.label,
         "baseline_exit": _status_json(bench.reference_status) if bench.reference_status else None,
         "rss_floor_kib": bench.rss_floor_kib,
+        "metric": bench.metric.to_json(),
         "launcher": "c" if bench.launcher != sys.executable else "python",
         "stdin": None if bench.stdin is None else str(bench.stdin),
         "cachegrind": None if bench.cache_spec is None else {"LL": bench.cache_spec.LL, "D1": bench.cache_spec.D1},
@@ -99,12 +105,13 @@ def _fmt_count(n: int) -> str:
 
 def table_rows(bench: BenchResult) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the per-configuration table (shared by terminal and markdown)."""
-    header = ["config", "median", "min–max", "IQR", "ratio [min–max]", "ratio IQR", "peak RSS", "output"]
+    unit = "CPU" if bench.metric.metric == "cpu" else "wall"
+    header = ["config", f"median ({unit})", "min–max", "IQR", "ratio [min–max]", "ratio IQR", "peak RSS", "output"]
     if bench.cache_spec is not None:
         header += ["I refs", "D1 miss", "D1 ratio", "LL miss", "LL ratio"]
     rows = []
     for c in bench.configs:
-        w, r, rss = bench.wall(c), bench.ratio(c), bench.rss(c)
+        w, r, rss = bench.time(c), bench.ratio(c), bench.rss(c)
         name = c.config.label + (" (baseline)" if c is bench.baseline else "")
         if c.output_ok:
             output = "same"
@@ -150,7 +157,8 @@ def describe_run(bench: BenchResult) -> str:
     if bench.cache_spec is not None:
         cg = f"; cachegrind --D1={bench.cache_spec.D1} --LL={bench.cache_spec.LL}"
     prog = " ".join(bench.program)
-    return (f"{prog}: {bench.runs} interleaved rounds after {bench.warmup} warm-up; "
+    t = "t = CPU time (user + system)" if bench.metric.metric == "cpu" else "t = wall time"
+    return (f"{prog}: {bench.runs} interleaved rounds after {bench.warmup} warm-up; {t}; "
             f"ratio = per-round t/t({bench.baseline.config.label}){cg}")
 
 
@@ -167,7 +175,7 @@ class SuiteEntry:
 
 
 def suite_rows(entries: Sequence[SuiteEntry]) -> tuple[list[str], list[list[str]]]:
-    """Rows: workloads; columns: each non-baseline configuration's wall-time ratio (median
+    """Rows: workloads; columns: each non-baseline configuration's time ratio (median
     [min–max]), and with cachegrind its D1 and LL miss ratios."""
     if not entries:
         return ["workload"], []
@@ -183,7 +191,7 @@ def suite_rows(entries: Sequence[SuiteEntry]) -> tuple[list[str], list[list[str]
     for e in entries:
         b = e.result
         by_label = {c.config.label: c for c in b.configs}
-        row = [e.name, fmt_seconds(b.wall(b.baseline).median)]
+        row = [e.name, fmt_seconds(b.time(b.baseline).median)]
         for label in others:
             c = by_label[label]
             row.append(_fmt_ratio(b.ratio(c)))

@@ -19,6 +19,7 @@ from .bench_config import BenchError, Config, config_env, program_env
 from .bench_launch import ExitStatus, RunResult, build_launcher, fmt_seconds, launcher_rss_floor, run_once, sha256_file
 from .bench_stats import Spread, paired_ratios, spread
 from .runtime_env import for_program
+from .timing_metric import MetricChoice, choose_metric, run_seconds
 
 
 def schedule(labels: Sequence[str], runs: int, warmup: int) -> list[tuple[bool, int, str]]:
@@ -45,8 +46,8 @@ class ConfigResult:
     def timed(self) -> list[RunResult]:
         return [r for r in self.runs if not r.warmup]
 
-    def times_by_round(self) -> dict[int, float]:
-        return {r.round: r.wall_s for r in self.timed()}
+    def times_by_round(self, metric: str = "wall") -> dict[int, float]:
+        return {r.round: run_seconds(metric, r.wall_s, r.cpu_s) for r in self.timed()}
 
     @property
     def output_ok(self) -> bool:
@@ -69,6 +70,8 @@ class BenchResult:
     baseline_masks: list[str] | None = None
     launcher: str = ""
     stdin: Path | None = None  # the file every run reads on stdin (--stdin), else /dev/null
+    # what times and ratios compare (timing_metric.py); decided from the runs under "auto"
+    metric: MetricChoice = MetricChoice("wall", "wall time", None)
 
     @property
     def baseline(self) -> ConfigResult:
@@ -84,8 +87,16 @@ class BenchResult:
     def wall(self, c: ConfigResult) -> Spread:
         return spread([r.wall_s for r in c.timed()])
 
+    def time(self, c: ConfigResult) -> Spread:
+        """c's times by the metric the comparison uses."""
+        return spread(list(c.times_by_round(self.metric.metric).values()))
+
+    def ratios(self, c: ConfigResult) -> list[float]:
+        m = self.metric.metric
+        return paired_ratios(c.times_by_round(m), self.baseline.times_by_round(m))
+
     def ratio(self, c: ConfigResult) -> Spread:
-        return spread(paired_ratios(c.times_by_round(), self.baseline.times_by_round()))
+        return spread(self.ratios(c))
 
     def rss(self, c: ConfigResult) -> Spread:
         return spread([r.maxrss_kib for r in c.timed()])
@@ -117,18 +128,25 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
               cache: CacheSpec | None = None, progress: Progress | None = None,
               base_env: dict[str, str] | None = None,
               digest: Callable[[Path], str] | None = None, stdin: Path | None = None,
-              normalize: Callable[[bytes], bytes] | None = None, target: str | None = None) -> BenchResult:
+              normalize: Callable[[bytes], bytes] | None = None, target: str | None = None,
+              metric: str = "auto") -> BenchResult:
     """Run every configuration `warmup` + `runs` times, interleaved, then (with `cache`) once
     each under cachegrind. Every run's exit status and stdout are compared with the
     baseline's first run. Temporary files go to `workdir` (which the caller cleans up).
     `digest` reduces a stdout file to what must match (default: the sha256 of its bytes):
     a program that prints its own timings passes one that normalizes them away. Every run
     reads the file `stdin` from its start (None: /dev/null). `target`: the executable of the
-    command's process tree the runtime works in (runtime_env.for_program)."""
+    command's process tree the runtime works in (runtime_env.for_program). `metric`: what
+    times and ratios compare, "wall", "cpu" or "auto" (timing_metric.choose_metric, from all
+    the runs)."""
     if runs < 1:
         raise BenchError("--runs must be at least 1")
     if warmup < 0:
         raise BenchError("--warmup cannot be negative")
+    try:
+        choose_metric(metric, [])
+    except ValueError as err:
+        raise BenchError(str(err)) from None
     say = progress or (lambda _msg: None)
     base_env = dict(os.environ) if base_env is None else base_env
     digest = digest or sha256_file
@@ -183,16 +201,20 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
             # the last warm-up run of our configurations also writes the runtime's pool statistics
             stats_path = workdir / f"stats-{safe[label]}.json"
             env = {**env, "HEAPLAYOUT_STATS_JSON": str(stats_path)}
-        wall, status, rss, out, err = run_once(program, env, workdir, tag, launcher, stdin=stdin)
+        run = run_once(program, env, workdir, tag, launcher, stdin=stdin)
+        wall, status, rss, out, err = run.wall_s, run.status, run.maxrss_kib, run.stdout, run.stderr
         if stats_path is not None:
             results[label].runtime_stats = read_runtime_stats(stats_path)
         total = warmup if is_warmup else runs
         note = "" if status.ok else f" ({status.describe()})"
-        say(f"[bench] {'warmup' if is_warmup else 'round'} {rnd}/{total} {label} {fmt_seconds(wall)}{note}")
+        say(f"[bench] {'warmup' if is_warmup else 'round'} {rnd}/{total} {label} {fmt_seconds(wall)} "
+            f"(CPU {fmt_seconds(run.cpu_s)}){note}")
         sha = digest(out)
-        results[label].runs.append(RunResult(label, rnd, is_warmup, wall, status, rss, out, err, sha))
+        results[label].runs.append(RunResult(label, rnd, is_warmup, wall, status, rss, out, err, sha, run.cpu_s))
         check(label, rnd, is_warmup, kind, status, out, err, sha)
 
+    bench.metric = choose_metric(metric, [(r.wall_s, r.cpu_s) for cr in results.values() for r in cr.runs])
+    say(f"[bench] compared by {bench.metric.reason}")
     if cache is not None:
         for c in configs:
             say(f"[bench] cachegrind {c.label} ...")

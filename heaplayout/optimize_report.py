@@ -16,6 +16,7 @@ from .bench_report import format_markdown, format_table
 from .bench_stats import Spread, paired_ratios, spread
 from .optimize_search import Candidate, SearchResult, SearchSettings
 from .runtime_env import for_program
+from .timing_metric import MetricChoice
 
 SCHEMA = "heaplayout-optimize/1"
 
@@ -48,6 +49,10 @@ class OptimizeRun:
     # the executable of the command's process tree that was optimized, when not the command
     # itself (a script's interpreter, a driver's child: heaplayout/target.py)
     target: str | None = None
+    # what the races compared (timing_metric.py) and every timed run's wall and CPU seconds:
+    # label -> (phase, round, wall s, CPU s)
+    metric: MetricChoice = MetricChoice("wall", "wall time", None)
+    clock: dict[str, list[tuple[str, int, float, float]]] = field(default_factory=dict)
 
     def candidate(self, label: str | None) -> Candidate | None:
         return self.search.by_label().get(label) if label else None
@@ -139,7 +144,8 @@ def status_of(run: OptimizeRun, label: str) -> str:
 def candidate_rows(run: OptimizeRun) -> tuple[list[str], list[list[str]]]:
     res, d = run.search, run.search.decision
     best = d.best_allocator if d else None
-    header = ["candidate", "rounds", "median", f"ratio to {best or 'best alone'} [q1–q3]", "confirmation", "status"]
+    unit = "CPU" if run.metric.metric == "cpu" else "wall"
+    header = ["candidate", "rounds", f"median ({unit})", f"ratio to {best or 'best alone'} [q1–q3]", "confirmation", "status"]
     rows = []
     for c in res.candidates:
         times = res.race.get(c.label, {})
@@ -217,12 +223,13 @@ def to_json(run: OptimizeRun) -> dict:
             "label": c.label, "config": c.spec, "allocator": c.allocator, "strategy": c.strategy,
             "status": status_of(run, c.label),
             "eliminated": None if e is None else dataclasses.asdict(e),
-            "race": {"wall_s": _times_json(race),
+            "race": {"time_s": _times_json(race),
                      "ratio_to_best_allocator": _ratio_json(race, res.race.get(best, {})) if best else None},
             "confirmation": None if not conf else {
-                "wall_s": _times_json(conf),
+                "time_s": _times_json(conf),
                 "ratio_to_best_allocator": _ratio_json(conf, res.confirm.get(best, {}))},
             "peak_rss_kib": {"median": spread(rss).median, "max": max(rss)} if rss else None,
+            "runs": [{"phase": ph, "round": r, "wall_s": w, "cpu_s": cpu} for ph, r, w, cpu in run.clock.get(c.label, [])],
         })
     rec = run.recommended
     recommendation = None
@@ -243,7 +250,7 @@ def to_json(run: OptimizeRun) -> dict:
         "schema": SCHEMA, "command": run.command, "program": run.program, "train": run.train,
         "stdin": None if run.stdin is None else str(run.stdin),
         "train_stdin": None if run.train_stdin is None else str(run.train_stdin),
-        "ignore": run.ignore, "target": run.target,
+        "ignore": run.ignore, "target": run.target, "metric": run.metric.to_json(),
         "started_utc": run.started_utc, "budget_s": run.budget_s, "elapsed_s": round(run.elapsed_s, 3),
         "stage_s": {k: round(v, 3) for k, v in run.stage_s.items()}, "runs": run.runs,
         "profile": None if run.profile is None else str(run.profile),

@@ -15,6 +15,7 @@ from .bench_run import read_runtime_stats
 from .optimize_search import Candidate, Measurement
 from .output_stability import unstable_patterns
 from .runtime_env import for_program
+from .timing_metric import run_seconds
 
 
 class NondeterministicOutput(Exception):
@@ -27,8 +28,11 @@ class CandidateRunner:
     def __init__(self, program: Sequence[str], candidates: Sequence[Candidate], workdir: Path,
                  stdin: Path | None = None, base_env: dict[str, str] | None = None,
                  digest: Callable[[Path], str] | None = None, normalize: Callable[[bytes], bytes] | None = None,
-                 target: str | None = None):
+                 target: str | None = None, metric: str = "wall"):
         self.program = list(program)
+        self.metric = metric  # what a Measurement's seconds are: "wall" or "cpu" (timing_metric.py)
+        # label -> every timed run as (phase, round, wall s, CPU s), for the evidence
+        self.clock: dict[str, list[tuple[str, int, float, float]]] = {c.label: [] for c in candidates}
         self.digest = digest or sha256_file  # what of stdout must match (optimize --ignore)
         self.normalize = normalize or (lambda data: data)  # the same, as a function of the bytes
         # per candidate whose stdout differed from the reference's: the --ignore patterns that
@@ -50,9 +54,11 @@ class CandidateRunner:
     def __call__(self, cand: Candidate, phase: str, rnd: int) -> Measurement:
         self.runs += 1
         tag = f"{phase}{rnd}-c{self.index[cand.label]}"
-        wall, status, rss, out, err = run_once(self.program, self.envs[cand.label], self.workdir, tag, self.launcher,
-                                               stdin=self.stdin)
-        self.peak_rss_kib[cand.label].append(rss)
+        run = run_once(self.program, self.envs[cand.label], self.workdir, tag, self.launcher, stdin=self.stdin)
+        status, out, err = run.status, run.stdout, run.stderr
+        wall = run_seconds(self.metric, run.wall_s, run.cpu_s)
+        self.peak_rss_kib[cand.label].append(run.maxrss_kib)
+        self.clock[cand.label].append((phase, rnd, run.wall_s, run.cpu_s))
         sha = self.digest(out)
         if self.reference is None:
             self.reference = (cand.label, status, out, sha)

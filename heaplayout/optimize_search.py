@@ -260,7 +260,7 @@ def decide(best: str, finalist: str | None, ratios: Mapping[str, Sequence[float]
 
 @dataclass(frozen=True)
 class Measurement:
-    seconds: float | None  # wall time, None when the run failed its check
+    seconds: float | None  # wall or CPU time (timing_metric.py), None when the run failed its check
     problem: str | None = None  # why the run does not count (output differs, crashed)
 
 

@@ -214,20 +214,59 @@ def test_launcher_reports_the_programs_own_peak_rss(tmp_path):
     ballast = bytearray(200 << 20)
     ballast[::4096] = b"x" * len(ballast[::4096])  # make this process's RSS ~200 MB
     env = bench.program_env(dict(os.environ), {})
-    wall, status, rss, _out, _err = bench.run_once(["/bin/true"], env, tmp_path, "true", launcher)
+    wall, status, rss, _out, _err, _cpu = bench.run_once(["/bin/true"], env, tmp_path, "true", launcher)
     assert status.ok and 0 < wall < 5
     assert rss < 50 * 1024, f"peak RSS of /bin/true reported as {rss} KiB"
     del ballast
     big = [sys.executable, "-c", "x = b'a' * (80 << 20)"]
-    _wall, status, rss, _out, _err = bench.run_once(big, env, tmp_path, "big", launcher)
+    _wall, status, rss, _out, _err, _cpu = bench.run_once(big, env, tmp_path, "big", launcher)
     assert status.ok and rss >= 80 * 1024
 
 
 def test_python_launcher_fallback_works(tmp_path):
     env = bench.program_env(dict(os.environ), {"X_BENCH": "42"})
-    _wall, status, _rss, out, _err = bench.run_once(["/bin/sh", "-c", "echo $X_BENCH; exit 4"], env, tmp_path,
-                                                    "py", bench.PYTHON_LAUNCHER)
-    assert status == bench.ExitStatus(code=4) and out.read_text() == "42\n"
+    run = bench.run_once(["/bin/sh", "-c", "echo $X_BENCH; exit 4"], env, tmp_path, "py", bench.PYTHON_LAUNCHER)
+    assert run.status == bench.ExitStatus(code=4) and run.stdout.read_text() == "42\n"
+
+
+BUSY = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"]
+SLEEPY = [sys.executable, "-c", "import time; time.sleep(0.4)"]
+TWO_BUSY = [sys.executable, "-c", "import os, time\npid = os.fork()\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.4: pass\nif pid: os.waitpid(pid, 0)"]
+
+
+@pytest.mark.parametrize("launcher", ["c", "python"])
+def test_launchers_measure_cpu_time(tmp_path, launcher):
+    """CPU time is the program's user + system time, with the children it waited for: about
+    its wall time for a busy loop, almost none for a sleep, twice the wall time for two busy
+    processes at once (on a machine with two CPUs; at least more than one busy's)."""
+    cmd = bench.build_launcher(tmp_path) if launcher == "c" else bench.PYTHON_LAUNCHER
+    env = bench.program_env(dict(os.environ), {})
+    busy = bench.run_once(BUSY, env, tmp_path, "busy", cmd)
+    assert 0.28 <= busy.cpu_s <= busy.wall_s + 0.02, busy
+    sleepy = bench.run_once(SLEEPY, env, tmp_path, "sleepy", cmd)
+    assert sleepy.wall_s >= 0.4 and sleepy.cpu_s < 0.2, sleepy
+    two = bench.run_once(TWO_BUSY, env, tmp_path, "two", cmd)
+    assert two.cpu_s >= 0.78, two
+
+
+def test_metric_follows_the_program(tmp_path):
+    """auto: CPU time for a program that keeps one CPU busy, wall time for one that sleeps;
+    the ratios are paired on the chosen metric and both times are in the JSON."""
+    for prog, metric in ((BUSY, "cpu"), (SLEEPY, "wall")):
+        res = bench.run_bench(prog, bench.parse_configs(["glibc"]), tmp_path / metric, runs=2, warmup=0)
+        assert res.metric.metric == metric, res.metric
+        doc = bench.result_to_json(res)
+        assert doc["metric"]["metric"] == metric and doc["metric"]["asked"] == "auto"
+        c = doc["configs"][0]
+        assert len(c["wall_s"]["values"]) == 2 and len(c["cpu_s"]["values"]) == 2
+        assert c["time_s"]["median"] == c[f"{metric}_s"]["median"]
+        assert "--metric" not in doc["command"]
+    res = bench.run_bench(SLEEPY, bench.parse_configs(["glibc"]), tmp_path / "asked", runs=1, warmup=0, metric="cpu")
+    assert res.metric.metric == "cpu" and res.time(res.baseline).median < 0.2
+    assert "--metric cpu" in bench.command_line(res)
+    with pytest.raises(bench.BenchError, match="unknown time metric"):
+        bench.run_bench(SLEEPY, bench.parse_configs(["glibc"]), tmp_path / "bad", runs=1, warmup=0, metric="ticks")
 
 
 def test_deterministic_program_passes(tmp_path):
@@ -305,8 +344,8 @@ def test_missing_allocator_package_exit_2(monkeypatch, tmp_path, capsys):
 
 
 TOP_KEYS = {"schema", "command", "program", "started_utc", "runs", "warmup", "baseline", "baseline_exit", "rss_floor_kib",
-            "launcher", "stdin", "cachegrind", "ok", "configs"}
-CONFIG_KEYS = {"label", "spec", "allocator", "policy", "options", "env", "baseline", "wall_s", "ratio",
+            "launcher", "stdin", "cachegrind", "ok", "configs", "metric"}
+CONFIG_KEYS = {"label", "spec", "allocator", "policy", "options", "env", "baseline", "wall_s", "cpu_s", "time_s", "ratio",
                "peak_rss_kib", "exit", "output_ok", "mismatches", "cachegrind", "runtime_stats"}
 SPREAD_KEYS = {"median", "min", "max", "q1", "q3", "iqr", "n", "values"}
 CACHE_KEYS = {"I_refs", "D_refs", "D1_misses", "LL_misses", "I_refs_ratio", "D1_misses_ratio", "LL_misses_ratio",

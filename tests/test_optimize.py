@@ -56,6 +56,16 @@ def test_no_plan_wins_on_a_compute_bound_program(build_dir, runtime_lib, tmp_pat
     assert {p for p in doc["plans"]} == {"halo", "halo-site", "halo-rest"}
     assert (out / "optimize.md").read_text().count("| RECOMMENDED") == 1
     assert (out / "recommended.env").exists()
+    # what the races compared, decided from the reference runs, and every run's two clocks
+    metric = doc["metric"]["metric"]
+    assert doc["metric"]["asked"] == "auto" and f"the races compare {doc['metric']['reason']}" in err
+    assert metric == ("cpu" if 0.9 <= doc["metric"]["cpu_per_wall"] <= 1.05 else "wall"), doc["metric"]
+    for c in doc["candidates"]:
+        times = {(run["phase"], run["round"]): run[f"{metric}_s"] for run in c["runs"]}
+        assert all(run["cpu_s"] >= 0 and run["wall_s"] > 0 for run in c["runs"])
+        race = (c["race"] or {}).get("time_s")
+        if race:  # the race's times are the metric's, round by round
+            assert sorted(race["values"]) == sorted(t for (ph, _), t in times.items() if ph in ("race", "halving"))
     bench_accepts(rec["config"], [worker, "compute"], "--stdin", str(work))
     documented = (REPO / "docs" / "optimize.md").read_text()
     for part in (doc, doc["candidates"][0], doc["decision"], rec, doc["settings"]):

@@ -1,5 +1,5 @@
 """`heaplayout bench`: run a program (or the workload suite) under several configurations,
-interleaved, and report wall time, paired ratios to the baseline, peak RSS, output checks
+interleaved, and report wall or CPU time (timing_metric.py), paired ratios to the baseline, peak RSS, output checks
 and optionally cachegrind miss counts. The engine is heaplayout/bench.py; docs/bench.md."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ..bench_check import check_patterns, ignoring_digest, normalizer
 from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
 from ..target import resolve_program_option
+from ..timing_metric import METRICS
 
 PROG = "heaplayout bench"
 
@@ -27,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "bench",
         help="compare allocators and policies on a program: interleaved runs, paired ratios, output checks",
         description="Run PROG under several configurations with interleaved runs (A B C A B C ...) and\n"
-        "report per configuration the median wall time and spread, the paired per-round ratio to\n"
+        "report per configuration the median time (--metric) and spread, the paired per-round ratio to\n"
         "the baseline (the first configuration), peak RSS, and whether stdout and the exit code\n"
         "equal the baseline's (exit 1 if not). See docs/bench.md.\n\n"
         "  heaplayout bench [options] -- PROG [ARGS...]\n"
@@ -68,6 +69,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--program", dest="program_exe", metavar="EXE",
                    help="the executable of the command's process tree that the runtime works in (a script's "
                    "interpreter, a driver's child); default: the command itself, every process for a script")
+    p.add_argument("--metric", choices=METRICS, default="auto",
+                   help="what times and ratios compare: wall time, or the CPU time (user + system) the program "
+                        "used; auto (default): CPU time when the program keeps one CPU busy from start to exit "
+                        "(wall time then only adds the moments it was not running), else wall time")
     p.add_argument("--keep-temp", action="store_true", help="keep the temporary directory with outputs and stderr")
     p.set_defaults(func=bench_command)
 
@@ -161,7 +166,7 @@ def _bench_program(args: argparse.Namespace, configs: list[engine.Config], cache
     try:
         bench = engine.run_bench(program, configs, tmp, runs=args.runs, warmup=args.warmup, cache=cache,
                                  progress=_progress, stdin=args.stdin, digest=args.digest,
-                                 normalize=normalizer(args.ignore), target=args.program_exe)
+                                 normalize=normalizer(args.ignore), target=args.program_exe, metric=args.metric)
         header, rows = engine.table_rows(bench)
         print(engine.describe_run(bench))
         print(engine.format_table(header, rows))
@@ -207,7 +212,7 @@ def _bench_suite(args: argparse.Namespace, configs: list[engine.Config], cache: 
         for i, (w, program) in enumerate(zip(selected, programs), 1):
             _progress(f"[bench] workload {i}/{len(selected)} {w.name}: {' '.join(program)}")
             bench = engine.run_bench(program, configs, tmp / w.name, runs=args.runs, warmup=args.warmup,
-                                     cache=cache, progress=_progress)
+                                     cache=cache, progress=_progress, metric=args.metric)
             entries.append(engine.SuiteEntry(w.name, getattr(w, "paper", ""), getattr(w, "pattern", ""),
                                              program, bench))
             _report_failures(bench, w.name)
@@ -218,8 +223,10 @@ def _bench_suite(args: argparse.Namespace, configs: list[engine.Config], cache: 
             shutil.rmtree(tmp, ignore_errors=True)
     header, rows = engine.suite_rows(entries)
     first = entries[0].result
+    by = sorted({e.result.metric.metric for e in entries})
     title = (f"suite ({args.input} input, {args.variant} binaries): {args.runs} interleaved rounds after "
-             f"{args.warmup} warm-up; cells are per-round t/t({first.baseline.config.label}) median [min–max]")
+             f"{args.warmup} warm-up; cells are per-round t/t({first.baseline.config.label}) median [min–max], "
+             f"t = {' or '.join('CPU time' if m == 'cpu' else 'wall time' for m in by)}")
     if cache is not None:
         title += f"; D1/LL = cachegrind data-miss ratios (--D1={cache.D1} --LL={cache.LL})"
     print(title)
@@ -229,6 +236,8 @@ def _bench_suite(args: argparse.Namespace, configs: list[engine.Config], cache: 
                ",".join(engine.config_text(c) for c in configs)]
     if args.only:
         command += ["--only", args.only]
+    if args.metric != "auto":
+        command += ["--metric", args.metric]
     if cache is not None:
         command += ["--cachegrind", f"--LL={cache.LL}", f"--D1={cache.D1}"]
     markdown = title + "\n\n" + engine.format_markdown(header, rows) + "\n\nCommand: `" + shlex.join(command) + "`"

@@ -41,6 +41,7 @@ from ..bench_launch import build_launcher, fmt_seconds, run_once
 from ..output_stability import unstable_patterns
 from ..runtime_env import for_program
 from ..target import Census, command_file, resolve_program_option, take_census, unprofiled_processes
+from ..timing_metric import METRICS, choose_metric
 from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, terminal_table, to_json, to_markdown,
                                verdict_lines)
 from ..optimize_runner import CandidateRunner, NondeterministicOutput
@@ -115,6 +116,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the plans' groups: each in the layout the simulator finds cheaper on the training input "
                         "(choose, if the budget allows: else spans), or all in spans or interleaved "
                         "(default choose; docs/optimize.md)")
+    p.add_argument("--metric", choices=METRICS, default="auto",
+                   help="what the races compare: wall time, or the CPU time (user + system) the program used; "
+                        "auto (default): CPU time when the program keeps one CPU busy from start to exit in the "
+                        "reference runs (stage 0), else wall time (docs/optimize.md)")
     p.add_argument("--profile", metavar="FILE", help="use this profile instead of profiling again")
     p.add_argument("--program", dest="program_exe", metavar="EXE",
                    help="the executable of the command's process tree to optimize (default: the one that takes "
@@ -204,10 +209,12 @@ def optimize_command(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     # 0. before anything long: does the program run, and is its output the same twice?
     try:
-        derived = _reference_runs(program, stdin, allocs[0], ignore, not args.no_auto_ignore)
+        derived, clock = _reference_runs(program, stdin, allocs[0], ignore, not args.no_auto_ignore)
     except (BenchError, _Unstable) as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 1
+    metric = choose_metric(args.metric, clock)
+    _say(f"  the races compare {metric.reason}")
     if derived:
         ignore = [*ignore, *derived]
         args.ignore = [*args.ignore, *derived]  # the command line in the evidence repeats them
@@ -223,7 +230,8 @@ def optimize_command(args: argparse.Namespace) -> int:
     run = OptimizeRun(command=_command_line(args, program, train, allocs, strategies, out), program=program,
                       train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
                       settings=settings, started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      search=SearchResult([]), ignore=ignore, group_layout=args.group_layout, target=target)
+                      search=SearchResult([]), ignore=ignore, group_layout=args.group_layout, target=target,
+                      metric=metric)
     deadline = start + args.budget
     variants = [s for s in strategies if s not in POLICY_STRATEGIES]
     if derived:
@@ -269,7 +277,7 @@ def optimize_command(args: argparse.Namespace) -> int:
         try:
             runner = CandidateRunner(program, candidates, tmp, stdin=stdin,
                                      digest=ignoring_digest(ignore) if ignore else None, normalize=normalizer(ignore),
-                                     target=target)
+                                     target=target, metric=metric.metric)
         except BenchError as err:
             print(f"{PROG}: {err}", file=sys.stderr)
             return 2
@@ -289,6 +297,7 @@ def optimize_command(args: argparse.Namespace) -> int:
         if run.search.overrun:
             run.notes.append(run.search.overrun)
         run.peak_rss_kib = runner.peak_rss_kib
+        run.clock = runner.clock
         run.runs = runner.runs
         rec = run.recommended
         cost = max(run.search.race.get(rec.label, {}).values(), default=0.0) if rec is not None else 0.0
@@ -361,10 +370,10 @@ class _Unstable(Exception):
 
 
 def _reference_runs(program: list[str], stdin: Path | None, allocator: str, ignore: list[str],
-                    auto_ignore: bool) -> list[str]:
+                    auto_ignore: bool) -> tuple[list[str], list[tuple[float, float]]]:
     """Run the program twice under `allocator` alone, as the race's reference will be run.
     Returns the patterns that mask what differed between the two outputs (none when they
-    agree under `ignore`); raises _Unstable when the exit status differs, or the outputs
+    agree under `ignore`), and the two runs' wall and CPU seconds; raises _Unstable when the exit status differs, or the outputs
     differ other than token for token, or auto_ignore is off. A program that fails to start
     is found here, in seconds, not after its profile."""
     _say(f"stage 0/4: the output check's reference: {shlex.join(program)}{' < ' + str(stdin) if stdin else ''}"
@@ -374,8 +383,11 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
     try:
         launcher = build_launcher(tmp)
         runs = [run_once(program, env, tmp, f"ref{i}", launcher, stdin=stdin) for i in (1, 2)]
-        (wall1, status1, _, out1, err1), (wall2, status2, _, out2, err2) = runs
-        _say(f"  {fmt_seconds(wall1)}, {fmt_seconds(wall2)}; {status1.describe()}")
+        clock = [(r.wall_s, r.cpu_s) for r in runs]
+        status1, out1 = runs[0].status, runs[0].stdout
+        status2, out2, err2 = runs[1].status, runs[1].stdout, runs[1].stderr
+        _say(f"  {fmt_seconds(runs[0].wall_s)}, {fmt_seconds(runs[1].wall_s)} (CPU {fmt_seconds(runs[0].cpu_s)}, "
+             f"{fmt_seconds(runs[1].cpu_s)}); {status1.describe()}")
         if status1 != status2:
             raise _Unstable(f"two runs of the program alone ended differently ({status1.describe()}, then "
                             f"{status2.describe()}; stderr ends {stderr_tail(err2)}): optimize cannot check "
@@ -383,7 +395,7 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
         normalize = normalizer(ignore)
         a, b = normalize(out1.read_bytes()), normalize(out2.read_bytes())
         if a == b:
-            return []
+            return [], clock
         where = first_difference(out1, out2) or "stdout differs"
         patterns = unstable_patterns(a, b) if auto_ignore else None
         if not patterns:
@@ -392,7 +404,7 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
                             "'Time used: .*')" + ("" if auto_ignore else "; --no-auto-ignore is set"))
         _say(f"  its output differs between the two runs ({where}); these parts are left out of every output "
              f"check: {', '.join(repr(p) for p in patterns)} (--no-auto-ignore stops here instead)")
-        return patterns
+        return patterns, clock
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -406,6 +418,7 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
     if args.train_stdin:
         words += ["--train-stdin", str(Path(args.train_stdin).resolve())]
     words += ["--allocator", ",".join(allocs), "--strategies", ",".join(strategies), "--budget", f"{args.budget:g}",
+              "--metric", args.metric,
               "--runs", str(args.runs), "--race-rounds", str(args.race_rounds), "--min-gain", f"{args.min_gain:g}",
               "--group-layout", args.group_layout, "-o", str(out)]
     if args.profile:

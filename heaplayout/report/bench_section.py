@@ -33,6 +33,7 @@ class Measurements:
     series: list[Series]
     extra_header: list[str]
     command: str
+    unit: str = "wall"  # what the times are: "wall" or "cpu" (the document's metric)
 
 
 def _spread_cells(d: dict | None) -> tuple[float | None, float | None, float | None]:
@@ -41,16 +42,22 @@ def _spread_cells(d: dict | None) -> tuple[float | None, float | None, float | N
     return d.get("median"), d.get("q1"), d.get("q3")
 
 
+def _unit(doc: dict) -> str:
+    return ((doc.get("metric") or {}).get("metric")) or "wall"
+
+
 def from_bench(doc: dict) -> Measurements:
     series = []
+    key = "cpu_s" if _unit(doc) == "cpu" else "wall_s"  # documents before the metric have wall_s only
     for c in doc.get("configs", []):
-        med, q1, q3 = _spread_cells(c.get("wall_s"))
+        times = c.get(key)
+        med, q1, q3 = _spread_cells(times)
         rss = (c.get("peak_rss_kib") or {}).get("median")
-        series.append(Series(c["label"], list((c.get("wall_s") or {}).get("values", [])), med, q1, q3, c.get("ratio"),
+        series.append(Series(c["label"], list((times or {}).get("values", [])), med, q1, q3, c.get("ratio"),
                              [escape(f"{rss / 1024:,.1f} MiB") if rss else "–",
                               "yes" if c.get("output_ok", True) else "<b>NO</b>"]))
     return Measurements("bench", doc.get("baseline", "?"), series, ["peak RSS (median)", "output as baseline"],
-                        doc.get("command", ""))
+                        doc.get("command", ""), _unit(doc))
 
 
 def from_optimize(doc: dict) -> Measurements:
@@ -58,11 +65,11 @@ def from_optimize(doc: dict) -> Measurements:
     series = []
     for c in doc.get("candidates", []):
         race = (c.get("race") or {})
-        wall = race.get("wall_s")
-        med, q1, q3 = _spread_cells(wall)
-        series.append(Series(c["label"], list((wall or {}).get("values", [])), med, q1, q3,
+        times = race.get("time_s") or race.get("wall_s")  # wall_s: documents before the metric
+        med, q1, q3 = _spread_cells(times)
+        series.append(Series(c["label"], list((times or {}).get("values", [])), med, q1, q3,
                              race.get("ratio_to_best_allocator"), [escape(c.get("status", ""))]))
-    return Measurements("optimize", best, series, ["status"], doc.get("command", ""))
+    return Measurements("optimize", best, series, ["status"], doc.get("command", ""), _unit(doc))
 
 
 def _fmt_s(v: float | None) -> str:
@@ -70,7 +77,7 @@ def _fmt_s(v: float | None) -> str:
 
 
 def measurements_table(m: Measurements) -> str:
-    header = ["configuration", "rounds", "wall s median [q1–q3]", f"ratio to {escape(m.baseline)} [q1–q3]",
+    header = ["configuration", "rounds", f"{'CPU' if m.unit == 'cpu' else 'wall'} s median [q1–q3]", f"ratio to {escape(m.baseline)} [q1–q3]",
               *m.extra_header]
     rows = []
     for s in m.series:
@@ -82,7 +89,7 @@ def measurements_table(m: Measurements) -> str:
 
 
 def rounds_svg(m: Measurements) -> str:
-    """Wall time of every round, one coloured line of dots per configuration."""
+    """The time of every round (wall or CPU: m.unit), one coloured line of dots per configuration."""
     plotted = [s for s in m.series if s.rounds]
     if not plotted:
         return '<p class="empty">No rounds were measured.</p>'
@@ -99,8 +106,9 @@ def rounds_svg(m: Measurements) -> str:
     def py(v: float) -> float:
         return MARGIN_T + ih * (1 - (v - lo) / (hi - lo))
 
+    unit = "CPU" if m.unit == "cpu" else "wall"
     out = [f'<svg id="bench-plot" xmlns="http://www.w3.org/2000/svg" width="{PLOT_W}" height="{PLOT_H}" '
-           f'viewBox="0 0 {PLOT_W} {PLOT_H}" role="img" aria-label="wall time per round">',
+           f'viewBox="0 0 {PLOT_W} {PLOT_H}" role="img" aria-label="{unit} time per round">',
            f'<rect x="{MARGIN_L}" y="{MARGIN_T}" width="{iw}" height="{ih}" fill="#fafafa" stroke="#ccc"/>']
     for k in range(5):
         v = lo + (hi - lo) * k / 4
@@ -111,7 +119,7 @@ def rounds_svg(m: Measurements) -> str:
         out.append(f'<text x="{px(i):.1f}" y="{PLOT_H - MARGIN_B + 16}" text-anchor="middle">{i + 1}</text>')
     out.append(f'<text x="{MARGIN_L + iw / 2:.0f}" y="{PLOT_H - 4}" text-anchor="middle">round</text>'
                f'<text x="14" y="{MARGIN_T + ih / 2:.0f}" transform="rotate(-90 14 {MARGIN_T + ih / 2:.0f})" '
-               f'text-anchor="middle">wall time (s)</text>')
+               f'text-anchor="middle">{unit} time (s)</text>')
     for k, s in enumerate(plotted):
         colour = PALETTE[k % len(PALETTE)]
         pts = " ".join(f"{px(i):.1f},{py(v):.1f}" for i, v in enumerate(s.rounds))
