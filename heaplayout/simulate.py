@@ -126,6 +126,9 @@ class SimOptions:
     oracle_helper: bool = True
     # the allocators' wall-clock delays multiplied by this (sim_clocks.py; 1: as they are)
     clock_scale: int = DEFAULT_SCALE
+    # the executable of the command's process tree to simulate and place in (a driver's
+    # child, a script's binary: heaplayout/target.py); None: the command itself
+    target: str | None = None
 
     def tracks_objects(self) -> bool:
         return bool(self.contexts or self.oracle or self.oracle_hot)
@@ -169,13 +172,13 @@ class SimOptions:
 
 
 def valgrind_env(client_env: dict[str, str], program: Sequence[str],
-                 base: dict[str, str] | None = None) -> tuple[dict[str, str], str]:
+                 base: dict[str, str] | None = None, target: str | None = None) -> tuple[dict[str, str], str]:
     """Valgrind's own environment (valgrind passes it to the client): `base` (default: ours)
     with the layout's variables, and the user's LD_PRELOAD kept after the layout's libraries,
     as `heaplayout run` keeps it. Returns the environment and the user's part ("" if none)."""
     env = dict(os.environ if base is None else base)
     user = env.pop("LD_PRELOAD", "").strip(": ")
-    add = for_program(client_env, program[0])
+    add = for_program(client_env, program[0], target)
     env.update(add)
     if user:
         env["LD_PRELOAD"] = f"{add['LD_PRELOAD']}:{user}" if add.get("LD_PRELOAD") else user
@@ -187,14 +190,37 @@ def _is_script(argv0: str) -> bool:
     return bool(path) and os.path.isfile(path) and not is_elf(Path(path))
 
 
-def _busiest_result(directory: Path) -> Path | None:
-    """Of a script's processes, the result of the one that executed the most instructions
-    (the binary the script runs, whether it execs it or waits for it)."""
+def _same_exe(exe: object, target: str) -> bool:
+    """Whether a process's executable (as valgrind was given it: the command's own may be a
+    bare name found in PATH) is the file `target`."""
+    if not isinstance(exe, str):
+        return False
+    path = exe if os.sep in exe else shutil.which(exe)
+    try:
+        return bool(path) and os.path.samefile(path, target)
+    except OSError:
+        return False
+
+
+def _result_exe(path: Path) -> str:
+    try:
+        return str(json.loads(path.read_text()).get("exe", "?"))
+    except (OSError, ValueError, AttributeError):
+        return "?"
+
+
+def _busiest_result(directory: Path, target: str | None = None) -> Path | None:
+    """Of a traced command's processes, the result of the one that executed the most
+    instructions (the binary a script runs, whether it execs it or waits for it); with
+    `target`, the busiest of the processes that ran that executable (None if none did)."""
     best, most = None, -1
     for f in directory.glob("result.*.json"):
         try:
-            n = int(json.loads(f.read_text()).get("instructions", 0))
+            doc = json.loads(f.read_text())
+            n = int(doc.get("instructions", 0))
         except (OSError, ValueError, TypeError, AttributeError):
+            continue
+        if target is not None and not _same_exe(doc.get("exe"), target):
             continue
         if n > most:
             best, most = f, n
@@ -218,24 +244,33 @@ def run_simulation(program: Sequence[str], opts: SimOptions, json_out: str | os.
         argv = [vg, "-q", *VALGRIND_SCHED_ARGS, f"--tool={TOOL}", f"--out-file={Path(tmp) / 'result.%p.json'}", *opts.tool_args()]
         if log_file:
             argv.append(f"--log-file={log_file}")
-        if _is_script(program[0]):
-            # a wrapper script execs the binary that does the work: follow it (same pid, so the
-            # same result file); the interpreter's own part is not worth a result
+        if opts.target is not None or _is_script(program[0]):
+            # a wrapper script execs the binary that does the work, a driver runs it as a child:
+            # follow them (one result per process; exec keeps the pid, so the same file)
             argv.append("--trace-children=yes")
         argv += list(program)
-        env, user_preload = valgrind_env(opts.client_env(), program, env_base)  # LD_PRELOAD in valgrind's environment
+        # LD_PRELOAD in valgrind's environment; with a target, the runtime places in it alone
+        env, user_preload = valgrind_env(opts.client_env(), program, env_base, opts.target)
         env.update(slowed_clock_env(env.get("LD_PRELOAD", ""), env, opts.clock_scale))
         env["VALGRIND_LIB"] = str(lib)
         with open_stdin(stdin) as inp:
             proc = subprocess.Popen(argv, env=env, stdin=inp, stdout=stdout, stderr=stderr, cwd=cwd)
             out = Path(tmp) / f"result.{proc.pid}.json"
             captured, _ = proc.communicate()
-        if "--trace-children=yes" in argv:
+        if opts.target is not None:
+            found = _busiest_result(Path(tmp), opts.target)
+            if found is None:
+                ran = sorted({_result_exe(f) for f in Path(tmp).glob("result.*.json")})
+                raise SimulateError(f"no process of the command ran {opts.target} (valgrind exit {proc.returncode}; "
+                                    f"the processes ran: {', '.join(ran) or 'nothing'})")
+            out = found
+        elif "--trace-children=yes" in argv:
             out = _busiest_result(Path(tmp)) or out
         if not out.exists():
             raise SimulateError(f"hlsim wrote no result (valgrind exit {proc.returncode})")
         result = json.loads(out.read_text())
     result["program"] = list(program)
+    result["target"] = opts.target
     result["layout"] = {"policy": opts.policy, "allocator": opts.allocator, "plan": opts.plan,
                         "runtime_options": dict(opts.runtime_options), "user_preload": user_preload}
     result["valgrind_exit"] = proc.returncode
@@ -312,6 +347,8 @@ def format_result(r: dict) -> str:
     geo = ", ".join(f"{lv['name']} {lv['size'] // 1024}K/{lv['ways']}w/{lv['line']}B" for lv in cfg["levels"])
     lines.append(f"layout {label_of(r)}; {geo}; prefetcher {cfg['prefetcher']}"
                  + (f" into L{cfg['pf_level']}" if cfg["prefetcher"] != "none" else ""))
+    if r.get("target"):
+        lines.append(f"process: {r.get('exe', '?')} (--program), the busiest of the command's processes that ran it")
     lines.append(f"{'level':<6} {'accesses':>14} {'misses':>12} {'miss rate':>9} {'pf issued':>10} "
                  f"{'pf useful':>10} {'pf useless':>10}")
     for lv in r["levels"]:

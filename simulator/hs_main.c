@@ -27,6 +27,7 @@
 #include "pub_tool_clreq.h"
 #include "pub_tool_debuginfo.h"
 #include "pub_tool_libcproc.h"
+#include "pub_tool_clientstate.h"
 #include "model.h"
 #include "options.h"
 #include "hs_objects.h"
@@ -480,6 +481,19 @@ static void oprintf(const HChar* fmt, ...)
    va_end(vargs);
 }
 
+/* s as a JSON string: quotes, backslashes and control bytes escaped */
+static void ostring(const HChar* s)
+{
+   oprintf("\"");
+   for (; *s; s++) {
+      UChar ch = (UChar)*s;
+      if (ch == '"' || ch == '\\') oprintf("\\%c", ch);
+      else if (ch < 0x20) oprintf("\\u%04x", ch);
+      else oprintf("%c", ch);
+   }
+   oprintf("\"");
+}
+
 static void write_bucket_fields(const hs_bucket_stats* b)
 {
    const hs_config* c = &opts.cfg;
@@ -599,6 +613,10 @@ static void hs_fini(Int exitcode)
            hs_deps_name(c->tcfg.deps), c->tcfg.span, c->pf_adjacent ? "true" : "false", c->pf_streamer ? "true" : "false",
            c->streamer_dist, c->streamer_degree, c->dram ? "true" : "false", c->dram_banks, c->dram_row, c->dram_hit,
            c->walk_cache ? "true" : "false", c->phys_index ? "true" : "false");
+   /* which executable this process ran: a traced command's processes are told apart by it */
+   oprintf(" \"exe\": ");
+   ostring(VG_(args_the_exename) ? VG_(args_the_exename) : "?");
+   oprintf(",");
    oprintf(" \"exit_code\": %d, \"refs\": %llu, \"loads\": %llu, \"stores\": %llu, \"line_accesses\": %llu,\n ",
            exitcode, s->refs, s->loads, s->stores, s->line_accesses);
    write_levels(s, c, names, hs_get_timing(model));

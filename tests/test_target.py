@@ -109,6 +109,24 @@ def test_simulate_reports_the_binary_not_the_shell(build_dir, runtime_lib, tmp_p
     assert abs(a - b) / b < 0.05, (a, b)
 
 
+def test_simulate_program_follows_the_command_to_it_and_places_there(build_dir, runtime_lib, tmp_path):
+    """simulate --program EXE: valgrind follows the script's processes, the runtime places in
+    EXE alone, and the result is that of the busiest process that ran EXE (here it runs
+    twice); an EXE no process ran is an error that names the ones that did."""
+    worker, numbers, script = _setup(build_dir, tmp_path)
+    js = tmp_path / "w.json"
+    r = run_program(CLI + ["simulate", "--policy", "callsite", "--program", str(worker), "--json", str(js), "--",
+                           str(script), str(numbers), "twice"], timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads(js.read_text())
+    assert same_file(doc["exe"], str(worker)) and same_file(doc["target"], str(worker))
+    assert any(p["pool"] >= 0 and p["misses"][0] > 0 for p in doc["pools"]), doc["pools"]  # placed in the worker
+    assert b"process: " in r.stdout and b"launcher done" in r.stdout
+    r = run_program(CLI + ["simulate", "--program", "/bin/true", "--", str(script), str(numbers)], timeout=300)
+    assert r.returncode == 2 and b"no process of the command ran /bin/true" in r.stderr, r.stderr.decode()
+    assert b"stdin_worker" in r.stderr
+
+
 def test_optimize_on_a_script_profiles_and_places_its_binary(build_dir, runtime_lib, tmp_path):
     worker, numbers, script = _setup(build_dir, tmp_path)
     out = tmp_path / "o"

@@ -134,7 +134,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _say(msg: str) -> None:
-    print(f"[optimize] {msg}", file=sys.stderr, flush=True)
+    # one write per line: the line-offset simulations report from two threads at once, and
+    # print() writes the text and its newline separately
+    sys.stderr.write(f"[optimize] {msg}\n")
+    sys.stderr.flush()
 
 
 def _allocator_list(values: list[str] | None) -> list[str]:
@@ -256,13 +259,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     elif variants:
         run.notes.append("no profile, so no plan strategies: only the allocators and the callsite policy were measured")
     run.stage_s["plan"] = time.monotonic() - t
-    if args.group_layout == "choose" and run.plans and target is not None:
-        why = (f"the simulator follows one process, and the work is done by {Path(target).name}, a child or the "
-               "interpreter of the command; every group keeps a span per size class")
-        run.notes.append(f"group layouts not chosen: {why}")
-        for v in run.plans:
-            run.group_layouts[v] = {"chosen": False, "why": why}
-    elif args.group_layout == "choose" and run.plans:
+    if args.group_layout == "choose" and run.plans:
         t = time.monotonic()
         _choose_layouts(run, [program[0], *train], train_stdin, deadline)
         run.stage_s["layout"] = time.monotonic() - t
@@ -501,7 +498,7 @@ def _choose_layouts(run: OptimizeRun, train: list[str], stdin: Path | None, dead
     simulations per plan would take more than LAYOUT_BUDGET_SHARE of the budget left (each
     estimated at SIM_RUN_PER_PROFILE profiling runs: both tools run the program under Valgrind)."""
     from ..plan_format import read_plan, write_plan
-    from ..simulate import SimulateError
+    from ..simulate import SimOptions, SimulateError
     todo = {}
     for v, path in run.plans.items():
         plan = read_plan(path)
@@ -526,7 +523,7 @@ def _choose_layouts(run: OptimizeRun, train: list[str], stdin: Path | None, dead
          f"({2 * len(todo)} runs)")
     for v, (path, plan) in todo.items():
         try:
-            choice = group_layout.choose_by_simulation(plan, train, stdin=stdin,
+            choice = group_layout.choose_by_simulation(plan, train, stdin=stdin, sim_options=SimOptions(target=run.target),
                                                        say=lambda m, v=v: _say(f"  {v}: {m}"))
         except (SimulateError, OSError, paths.MissingArtifact) as err:
             run.notes.append(f"group layouts of {v} not chosen: {err}")
@@ -551,7 +548,7 @@ def _choose_line(run: OptimizeRun, v: str, path: Path, plan, train: list[str], s
     model (planning/group_layout.py, choose_line_by_simulation), when its runs fit in
     LAYOUT_BUDGET_SHARE of the budget left; else the line's start, as before."""
     from ..plan_format import write_plan
-    from ..simulate import SimulateError
+    from ..simulate import SimOptions, SimulateError
     left = deadline - time.monotonic()
     estimate = LINE_SIM_RUNS * run.stage_s.get("profile", 0.0) * SIM_RUN_PER_PROFILE
     entry = run.group_layouts[v]
@@ -561,7 +558,7 @@ def _choose_line(run: OptimizeRun, v: str, path: Path, plan, train: list[str], s
         _say(f"  {v}: line offsets not chosen: {entry['line']['why']}")
         return
     try:
-        lines = group_layout.choose_line_by_simulation(plan, train, stdin=stdin,
+        lines = group_layout.choose_line_by_simulation(plan, train, stdin=stdin, sim_options=SimOptions(target=run.target),
                                                         say=lambda m, v=v: _say(f"  {v}: {m}"))
     except (SimulateError, OSError, KeyError, paths.MissingArtifact) as err:
         run.notes.append(f"line offsets of {v} not chosen: {err}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from .. import allocators, elf, paths
 from ..program_input import check_stdin_file
 from ..sim_clocks import DEFAULT_SCALE
+from ..target import resolve_program_option
 from ..simulate import (CACHEGRIND_GEOMETRY, PREFETCHERS, SimOptions, SimulateError, format_result,
                         run_simulation, run_with_oracles)
 
@@ -106,6 +107,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="multiply mimalloc's decommit delays and jemalloc's decay time by N, the simulator's "
                    "slowdown, so that they return memory after as much of the program's work as natively "
                    f"(default {DEFAULT_SCALE}; 1: as set; heaplayout/sim_clocks.py)")
+    p.add_argument("--program", dest="program_exe", metavar="EXE",
+                   help="simulate the process of the command that runs EXE (a compiler driver's cc1plus, the "
+                   "binary a script starts) and place in it alone: valgrind follows the children, and the "
+                   "result is that of the busiest process that ran EXE")
     p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     p.add_argument("--study", action="store_true",
                    help="line sizes x prefetchers x layouts table (see --lines, --prefetchers, --layouts)")
@@ -132,7 +137,8 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
     return SimOptions(policy=policy, allocator=args.allocator, plan=args.plan,
                       runtime_options=runtime_options, model=model,
                       contexts=args.contexts or bool(args.oracle),
-                      oracle_helper=not args.oracle_in_process, clock_scale=args.clock_scale)
+                      oracle_helper=not args.oracle_in_process, clock_scale=args.clock_scale,
+                      target=resolve_program_option(args.program_exe) if getattr(args, "program_exe", None) else None)
 
 
 def simulate_command(args: argparse.Namespace) -> int:
@@ -149,6 +155,9 @@ def simulate_command(args: argparse.Namespace) -> int:
             print(f"heaplayout simulate: warning: {args.program[0]} is statically linked: LD_PRELOAD has no effect "
                   "on it, so the layout simulated is its own malloc's whatever --policy and --allocator say",
                   file=sys.stderr)
+        if opts.target is not None and (args.study or args.oracle):
+            raise ValueError("--program is not supported with --study or --oracle yet: they simulate the command's "
+                             "first process")
         if args.study:
             if stdin is not None:
                 raise ValueError("--stdin is not supported with --study yet (heaplayout/study.py runs read /dev/null)")
