@@ -58,6 +58,10 @@ class Census:
         total = sum(p.cpu_s for p in self.processes)
         return self.cpu_by_exe().get(exe, 0.0) / total if total > 0 else 1.0
 
+    def processes_of(self, exe: str | None) -> int:
+        """How many processes ran `exe` (a program that forks workers without exec: several)."""
+        return sum(1 for p in self.processes if same_file(p.exe, exe))
+
     def delegated(self) -> bool:
         """The work is done by another executable than the command's own file (a script's
         interpreter or a child process)."""
@@ -73,17 +77,17 @@ class Census:
 
 
 def unprofiled_processes(census: Census, exe: str, profiled_runs: int) -> str | None:
-    """What to tell the user when more processes ran `exe` natively than its profile holds:
-    a process that forks workers without exec (a pre-forking server, a parallel build tool
-    running itself) is profiled in the parent only, since the profiler stops writing in a
-    forked child. None when the profile holds every one."""
+    """What to tell the user when more processes ran `exe` natively than its profile holds
+    (forked workers are profiled when `profile` follows the processes, which it does when
+    the census saw more than one; a process killed by a signal leaves no complete profile).
+    None when the profile holds every one."""
     procs = [p for p in census.processes if same_file(p.exe, exe)]
     if len(procs) <= profiled_runs:
         return None
     total = sum(p.cpu_s for p in procs)
     top = max(p.cpu_s for p in procs)
     return (f"{len(procs)} processes ran {Path(exe).name} in the native run and the profile holds {profiled_runs}: "
-            "processes forked without exec are not profiled, so the plans come from part of the work "
+            "the others left no complete profile, so the plans come from part of the work "
             f"(the busiest process took {100 * top / total if total > 0 else 100:.0f}% of their CPU time)")
 
 

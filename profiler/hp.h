@@ -57,6 +57,7 @@ typedef struct {
    Bool sample_retranslate; /* off windows run uninstrumented translations (discarded at each switch) */
    Bool sample_edges;     /* pointer edges recorded in every window too (exact P counts) */
    UInt sample_phase;     /* added to the picked offset: phases 0..R-1 of one seed partition the run */
+   Bool follow_forks;     /* a forked child writes a profile of its own (needs %p in --out-file) */
 } HpOptions;
 extern HpOptions hp_opt;
 
@@ -76,6 +77,7 @@ HpModule* hp_frame_module(Addr ip, Bool* below_main);
 void hp_module_write(HpModule* m);         /* writes the M record once */
 void hp_frame_write_symbol(HpModule* m, Addr ip); /* writes the Y record once per frame */
 void hp_module_init(void);
+void hp_module_fork_child(void);           /* modules and symbols are written again when used */
 
 /* ---- contexts and objects (hp_alloc.c) ---- */
 typedef struct HpObj HpObj;
@@ -87,6 +89,7 @@ typedef struct HpCtx {
    UInt nframes;
    HChar kind;            /* m c r n N a: how the first object here was allocated */
    ULong nobj, bytes, max_live, live;
+   ULong nobj_base;       /* objects of nobj not in this process's profile (allocated before a fork and freed then) */
    ULong loads, stores, lbytes, sbytes;
    ULong last_seq;        /* id of the latest object allocated here */
    HpObj* last_obj;       /* that object (holds a reference) */
@@ -124,6 +127,7 @@ void hp_obj_unref(HpObj* o);
 void hp_alloc_init(void);
 void hp_alloc_start(void);     /* after the options are read */
 void hp_alloc_fini(void);      /* writes live objects and context totals */
+void hp_alloc_fork_child(void);/* a forked child's profile: its inherited live objects, counts from zero */
 
 /* ---- instrumentation (hp_access.c) ---- */
 IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bb, const VexGuestLayout* layout,
@@ -138,6 +142,7 @@ void hp_affinity_access(ThreadId tid, HpObj* o, UInt size);
 void hp_affinity_thread_exit(ThreadId tid);
 void hp_affinity_fini(void);   /* writes A records */
 void hp_affinity_reset(void);  /* empties every queue (a sampling window starts) */
+void hp_affinity_fork_child(void); /* the graph and the queues emptied (a forked child's profile starts) */
 extern ULong hp_affinity_pairs;
 extern ULong hp_stat_aff_walks, hp_stat_aff_entries;  /* walks made, queue entries visited */
 
@@ -145,12 +150,14 @@ extern ULong hp_stat_aff_walks, hp_stat_aff_entries;  /* walks made, queue entri
 void hp_edges_init(void);
 void hp_edges_store(HpObj* from, Addr at, UWord value);
 void hp_edges_fini(void);      /* writes P records */
+void hp_edges_fork_child(void);
 
 /* ---- reference stream (hp_stream.c) ---- */
 void hp_stream_init(void);
 void hp_stream_access(HpObj* o);
 void hp_stream_fini(void);
 void hp_stream_gap(void);      /* the next access is written even if it repeats the last */
+void hp_stream_fork_child(void);
 
 /* ---- time-window sampling (hp_sample.c) ---- */
 extern ULong hp_guard_span;    /* the bound translated code checks: hp_heap_span, 0 while off */
@@ -182,7 +189,8 @@ void hp_out_escaped(const HChar* s);   /* writes s with space, %, newline as %XX
 void hp_out_flush(void);
 UInt hp_out_checksum(void);            /* flushes; CRC-32 of every byte written so far */
 void hp_out_close(void);
-void hp_out_disable(void);             /* after fork, in the child */
+void hp_out_disable(void);             /* after fork, in a child that writes no profile */
+Bool hp_out_reopen(const HChar* path); /* after fork, in a child that writes its own */
 
 /* ---- a small hash of (k1,k2) -> count, used for graphs ---- */
 typedef struct { ULong k1, k2, n; } HpCount;
@@ -195,6 +203,7 @@ typedef struct {
 void hp_cm_init(HpCountMap* m, ULong cap_pow2);
 void hp_cm_add_slow(HpCountMap* m, ULong k1, ULong k2, ULong n);
 void hp_cm_cap(HpCountMap* m);                               /* bounds m at --graph-max keys */
+void hp_cm_clear(HpCountMap* m);                             /* every key gone (a forked child starts) */
 void hp_cm_write_dropped(const HpCountMap* m, const HChar* name); /* Z records when keys were dropped */
 ULong hp_cm_get(const HpCountMap* m, ULong k1, ULong k2);   /* 0 when absent */
 static inline ULong hp_cm_hash(ULong a, ULong b)

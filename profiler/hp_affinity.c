@@ -188,6 +188,16 @@ void hp_affinity_reset(void)
    for (UInt t = 0; t < nqueues; t++) hp_affinity_thread_exit(t);
 }
 
+void hp_affinity_fork_child(void)
+{
+   hp_affinity_reset();
+   hp_cm_clear(&graph);
+   VG_(memset)(ecache, 0, sizeof ecache);
+   if (walk) VG_(memset)(walk, 0, nwalk * sizeof(ULong));
+   hp_affinity_pairs = 0;
+   hp_stat_aff_walks = hp_stat_aff_entries = 0;
+}
+
 void hp_affinity_fini(void)
 {
    for (UInt i = 0; i < (1 << ECACHE_BITS); i++)

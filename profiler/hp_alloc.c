@@ -451,11 +451,9 @@ static void fini_object(HpObj* o)
    write_object(o, True);
 }
 
-void hp_alloc_start(void) { hp_cm_cap(&neighbours); }
-
-void hp_alloc_fini(void)
+/* f on every live object: each small one once, at its first granule; then the big ones */
+static void for_each_live(void (*f)(HpObj*))
 {
-   /* live objects: each small one once, at its first granule; then the big ones */
    for (UWord i1 = 0; i1 < (1 << L1_BITS); i1++) {
       Mid* m = l1[i1];
       if (!m) continue;
@@ -465,14 +463,48 @@ void hp_alloc_fini(void)
          Addr base = (i1 << 32) | (i2 << 18);
          for (UWord i3 = 0; i3 < (1 << L3_BITS); i3++) {
             HpObj* o = lf->e[i3];
-            if (o && (o->addr & ~(Addr)15) == base + (i3 << 4)) fini_object(o);
+            if (o && (o->addr & ~(Addr)15) == base + (i3 << 4)) f(o);
          }
       }
    }
-   for (UInt i = 0; i < nbig; i++) fini_object(big[i]);
+   for (UInt i = 0; i < nbig; i++) f(big[i]);
+}
+
+/* A forked child's heap is the objects live at the fork (copies of the parent's) and those
+ * it allocates: its profile counts the inherited ones as its own allocations, with no
+ * accesses yet, and everything from the fork on. Instance numbers and object ids go on
+ * from the parent's (a context's n-th object is the n-th of the program's run). */
+static void inherit_object(HpObj* o)
+{
+   HpCtx* c = ctx_by_id[o->cid];
+   c->bytes += o->size;
+   o->loads = o->stores = o->lbytes = o->sbytes = 0;
+}
+
+void hp_alloc_fork_child(void)
+{
    for (UInt i = 0; i < hp_ncontexts; i++) {
       HpCtx* c = ctx_by_id[i];
-      hp_out_printf("X %u %llu %llu %llu %llu %llu %llu %llu\n", c->id, c->nobj, c->bytes, c->max_live,
+      c->nobj_base = c->nobj - c->live;
+      c->bytes = 0;
+      c->max_live = c->live;
+      c->loads = c->stores = c->lbytes = c->sbytes = 0;
+   }
+   for_each_live(inherit_object);
+   for (UInt i = 0; i < hp_ncontexts; i++) write_context(ctx_by_id[i]);
+   hp_cm_clear(&neighbours);
+   VG_(memset)(last_ctx_plus1, 0, sizeof last_ctx_plus1);
+   objects_written = objects_dropped = 0;
+}
+
+void hp_alloc_start(void) { hp_cm_cap(&neighbours); }
+
+void hp_alloc_fini(void)
+{
+   for_each_live(fini_object);
+   for (UInt i = 0; i < hp_ncontexts; i++) {
+      HpCtx* c = ctx_by_id[i];
+      hp_out_printf("X %u %llu %llu %llu %llu %llu %llu %llu\n", c->id, c->nobj - c->nobj_base, c->bytes, c->max_live,
                     hp_est(c->loads), hp_est(c->stores), hp_est(c->lbytes), hp_est(c->sbytes));
    }
    for (ULong i = 0; i <= neighbours.mask; i++) {

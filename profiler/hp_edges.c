@@ -40,6 +40,12 @@ void hp_edges_store(HpObj* from, Addr at, UWord value)
    if (coallocatable(from, to)) hp_cm_add(&adjacent, key, off, 1);
 }
 
+void hp_edges_fork_child(void)
+{
+   hp_cm_clear(&edges);
+   hp_cm_clear(&adjacent);
+}
+
 void hp_edges_fini(void)
 {
    /* A sampled profile records pointer stores in every window (hp_access.c), so its counts

@@ -14,6 +14,7 @@ HpOptions hp_opt = {
    .trim = "vgpreload_,libc.so,libc-,libstdc++.so,ld-linux,libgcc_s.so",
    .pointer_edges = True,
    .affinity = True,
+   .follow_forks = True,
    .graph_max = 1 << 22,
    .objects_max = 10000000,
    .sample = False,
@@ -43,6 +44,7 @@ static Bool hp_process_cmd_line_option(const HChar* arg)
    else if VG_STR_CLO(arg, "--trim", hp_opt.trim) {}
    else if VG_BOOL_CLO(arg, "--pointer-edges", hp_opt.pointer_edges) {}
    else if VG_BOOL_CLO(arg, "--affinity", hp_opt.affinity) {}
+   else if VG_BOOL_CLO(arg, "--follow-forks", hp_opt.follow_forks) {}
    else if VG_BINT_CLO(arg, "--graph-max", l, 0, 1LL << 40) { hp_opt.graph_max = l; }
    else if VG_BINT_CLO(arg, "--objects-max", l, 0, 1LL << 50) { hp_opt.objects_max = l; }
    else if VG_BOOL_CLO(arg, "--sample", hp_opt.sample) {}
@@ -78,6 +80,7 @@ static void hp_print_usage(void)
 "    --trim=<a,b,..>           module name substrings whose frames are dropped\n"
 "    --pointer-edges=yes|no    record pointer edges [yes]\n"
 "    --affinity=yes|no         build the affinity graph [yes]\n"
+"    --follow-forks=yes|no     a forked child writes its own profile when --out-file has %%p [yes]\n"
 "    --graph-max=<n>           keys kept per graph (affinity, pointer edges, neighbours), 0 = no cap [4194304]\n"
 "    --objects-max=<n>         O records written at most, 0 = no cap [10000000]\n"
 "    --context-cache=yes|no    contexts by their 16 innermost frames, checked every 16th use [= --sample]\n"
@@ -95,7 +98,41 @@ static void hp_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
 
 static void start_client_code(ThreadId tid, ULong blocks) { hp_cur_tid = tid; hp_sample_tick(blocks); }
 static void thread_exit(ThreadId tid) { hp_affinity_thread_exit(tid); }
-static void in_child(ThreadId tid) { hp_out_disable(); out_ok = False; }
+/* Heap accesses and objects before a fork: a forked child's summary counts its own. */
+static ULong clock_at_fork, objects_at_fork;
+
+static void write_header(void);
+
+/* A forked child (a worker that does not exec) writes a profile of its own when the output
+ * file's name has %p, which now names the child (`heaplayout profile` follows processes so
+ * and merges those of the program); else it writes nothing. Its profile starts with the
+ * header, every module, symbol and context again, the objects it inherited (hp_alloc.c),
+ * and counts from zero. */
+static void in_child(ThreadId tid)
+{
+   if (!out_ok) return;
+   if (!hp_opt.follow_forks || !VG_(strstr)(hp_opt.out_file, "%p")) {
+      hp_out_disable();
+      out_ok = False;
+      return;
+   }
+   HChar* path = VG_(expand_file_name)("--out-file", hp_opt.out_file);
+   if (!hp_out_reopen(path)) {
+      VG_(message)(Vg_UserMsg, "hlprof: cannot open profile file %s in forked child\n", path);
+      hp_out_disable();
+      out_ok = False;
+      return;
+   }
+   write_header();
+   hp_out_printf("H forked_at %llu\n", hp_est(hp_clock));
+   clock_at_fork = hp_clock;
+   objects_at_fork = hp_nobjects;
+   hp_module_fork_child();
+   hp_alloc_fork_child();
+   hp_affinity_fork_child();
+   hp_edges_fork_child();
+   hp_stream_fork_child();
+}
 
 /* Valgrind does not follow exec: at least keep what was recorded before it. */
 static void pre_syscall(ThreadId tid, UInt sysno, UWord* args, UInt nargs)
@@ -172,8 +209,8 @@ static void hp_fini(Int exitcode)
    hp_alloc_fini();
    hp_affinity_fini();
    hp_edges_fini();
-   hp_out_printf("Z heap_accesses %llu\n", hp_est(hp_clock));
-   hp_out_printf("Z objects %llu\n", hp_nobjects);
+   hp_out_printf("Z heap_accesses %llu\n", hp_est(hp_clock - clock_at_fork));
+   hp_out_printf("Z objects %llu\n", hp_nobjects - objects_at_fork);
    hp_out_printf("Z contexts %u\n", hp_ncontexts);
    hp_out_printf("Z affinity_pairs %llu\n", hp_est(hp_affinity_pairs));
    hp_sample_fini();

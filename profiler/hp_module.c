@@ -144,6 +144,13 @@ HpModule* hp_frame_module(Addr ip, Bool* below_main)
    return m;
 }
 
+void hp_module_fork_child(void)
+{
+   for (UInt i = 0; i < nmodules; i++) modules[i]->written = False;
+   if (unknown_module) unknown_module->written = False;
+   hp_cm_clear(&frames_written);
+}
+
 void hp_module_write(HpModule* m)
 {
    if (m->written) return;

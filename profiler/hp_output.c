@@ -142,6 +142,15 @@ void hp_out_close(void)
 
 void hp_out_disable(void) { out_disabled = True; out_used = 0; }
 
+Bool hp_out_reopen(const HChar* path)
+{
+   out_used = 0;   /* the parent's bytes: the parent writes them to its own file */
+   if (out_fd >= 0 && !out_disabled) VG_(close)(out_fd);
+   out_fd = -1;
+   out_disabled = False;
+   return hp_out_open(path);
+}
+
 /* ---- (k1,k2) -> count hash, open addressing, n == 0 marks an empty slot ---- */
 void hp_cm_init(HpCountMap* m, ULong cap)
 {
@@ -153,6 +162,13 @@ void hp_cm_init(HpCountMap* m, ULong cap)
 }
 
 void hp_cm_cap(HpCountMap* m) { m->max_keys = hp_opt.graph_max; }
+
+void hp_cm_clear(HpCountMap* m)
+{
+   VG_(memset)(m->tab, 0, (m->mask + 1) * sizeof(HpCount));
+   m->used = 0;
+   m->dropped_keys = m->dropped_n = 0;
+}
 
 void hp_cm_write_dropped(const HpCountMap* m, const HChar* name)
 {

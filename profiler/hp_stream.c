@@ -43,6 +43,13 @@ void hp_stream_access(HpObj* o)
    if (npending == PER_LINE) flush_line();
 }
 
+/* a forked child's stream starts empty (the parent writes what it buffered) */
+void hp_stream_fork_child(void)
+{
+   last_id = prev_written = entries = dropped = 0;
+   npending = 0;
+}
+
 void hp_stream_fini(void)
 {
    flush_line();

@@ -154,9 +154,10 @@ def test_unprofiled_processes_note():
     assert unprofiled_processes(Census([Process(1, "/srv/app", 1.0)], "/srv/app"), "/srv/app", 1) is None
 
 
-def test_optimize_says_when_forked_workers_are_not_profiled(build_dir, runtime_lib, tmp_path):
+def test_optimize_profiles_forked_workers(build_dir, runtime_lib, tmp_path):
     """The work is in two children forked without exec: the census sees three processes of
-    the program, the profile holds one, and the evidence says so."""
+    the program, so the profile follows them (hlprof writes one per process) and merges the
+    three; nothing is left unprofiled, and the plan places the children's cells."""
     worker = build_dir / "tests" / "commands" / "fork_worker"
     out = tmp_path / "o"
     r = run_program(CLI + ["optimize", "--allocator", "glibc", "--strategies", "halo", "--race-rounds", "1",
@@ -165,7 +166,11 @@ def test_optimize_says_when_forked_workers_are_not_profiled(build_dir, runtime_l
     assert r.returncode == 0, r.stderr.decode()
     doc = json.loads((out / "optimize.json").read_text())
     assert doc["target"] is None  # the program's own executable does the work
-    assert any(n.startswith("3 processes ran fork_worker") and "holds 1" in n for n in doc["notes"]), doc["notes"]
+    assert not any("processes ran fork_worker" in n for n in doc["notes"]), doc["notes"]
+    prof = read_profile(Path(doc["profile"]))
+    assert int(prof.header["merged_runs"]) == 3
+    cells = max(prof.contexts.values(), key=lambda c: c.loads)
+    assert cells.objects == 200000 and cells.loads >= 2 * 20 * 100000  # both children's lists and walks
 
 
 def test_a_census_past_its_time_kills_the_whole_tree(tmp_path):

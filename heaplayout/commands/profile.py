@@ -22,7 +22,7 @@ from ..profile_merge import merge_profiles
 from ..profile_model import Profile
 from ..profile_reader import ProfileError, read_header, read_profile
 from ..profile_writer import write_profile
-from ..target import resolve_program_option, same_file, take_census
+from ..target import command_file, resolve_program_option, same_file, take_census
 
 TOOL = "hlprof"
 
@@ -180,6 +180,16 @@ def _profile_header_exe(path: Path) -> str | None:
     return read_header(path).get("exe")
 
 
+def _has_end(path: Path) -> bool:
+    """The profile ends with its END record (the tool's exit wrote it)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 64))
+            return b"\nEND " in b"\n" + f.read()
+    except OSError:
+        return False
+
+
 def _busiest_executable(program: list[str], stdin: Path | None) -> str:
     """--program auto: the executable that does the command's work (one native run, the
     census of target.py), or "self" when that is the command itself, or when nothing
@@ -189,6 +199,13 @@ def _busiest_executable(program: list[str], stdin: Path | None) -> str:
     except (OSError, paths.MissingArtifact):
         return "self"  # the profiled run reports what is wrong
     if not census.delegated():
+        own = command_file(program[0])
+        if own and census.processes_of(own) > 1:
+            # workers forked without exec: each writes a profile of its own (hlprof follows forks
+            # when the file name has %p), merged with the parent's
+            print(f"heaplayout profile: {census.processes_of(own)} processes ran {Path(own).name} in a native run "
+                  "(forked workers): each is profiled, and the profiles merged", file=sys.stderr)
+            return own
         return "self"
     target = census.target() or "self"
     print(f"heaplayout profile: CPU time by executable in a native run: {census.describe()}; profiling {target} "
@@ -217,6 +234,14 @@ def _profile_following(args: argparse.Namespace, program_opt: str, valgrind: str
             if stdin_f is not None:
                 stdin_f.close()
         mine = [f for f in sorted(tmp.glob("prof.*")) if same_file(_profile_header_exe(f), target)]
+        whole = [f for f in mine if _has_end(f)]
+        if whole and len(whole) < len(mine):
+            # a process killed by a signal, or a forked child that exec'd a program valgrind did
+            # not follow, leaves a cut profile; the complete ones are the run's
+            print(f"heaplayout profile: {len(mine) - len(whole)} of the {len(mine)} processes that ran "
+                  f"{Path(target).name} left an incomplete profile (killed, or exec'd without being followed); "
+                  "the complete ones are kept", file=sys.stderr)
+            mine = whole
         if not mine:
             seen = sorted({Path(e).name for f in tmp.glob("prof.*") if (e := _profile_header_exe(f))})
             print(f"heaplayout profile: no process of the command ran {target} (profiled: {', '.join(seen) or 'none'}); "
