@@ -128,6 +128,7 @@ void hp_alloc_init(void);
 void hp_alloc_start(void);     /* after the options are read */
 void hp_alloc_fini(void);      /* writes live objects and context totals */
 void hp_alloc_fork_child(void);/* a forked child's profile: its inherited live objects, counts from zero */
+void hp_alloc_write_contexts(UInt n); /* C records of contexts 0..n-1 (a forked child's file starts) */
 
 /* ---- instrumentation (hp_access.c) ---- */
 IRSB* hp_instrument(VgCallbackClosure* closure, IRSB* bb, const VexGuestLayout* layout,
@@ -190,7 +191,7 @@ void hp_out_flush(void);
 UInt hp_out_checksum(void);            /* flushes; CRC-32 of every byte written so far */
 void hp_out_close(void);
 void hp_out_disable(void);             /* after fork, in a child that writes no profile */
-Bool hp_out_reopen(const HChar* path); /* after fork, in a child that writes its own */
+void hp_out_defer(void (*start)(void)); /* after fork, in a child that writes its own: start() opens it at the first write */
 
 /* ---- a small hash of (k1,k2) -> count, used for graphs ---- */
 typedef struct { ULong k1, k2, n; } HpCount;

@@ -491,10 +491,14 @@ void hp_alloc_fork_child(void)
       c->loads = c->stores = c->lbytes = c->sbytes = 0;
    }
    for_each_live(inherit_object);
-   for (UInt i = 0; i < hp_ncontexts; i++) write_context(ctx_by_id[i]);
    hp_cm_clear(&neighbours);
    VG_(memset)(last_ctx_plus1, 0, sizeof last_ctx_plus1);
    objects_written = objects_dropped = 0;
+}
+
+void hp_alloc_write_contexts(UInt n)
+{
+   for (UInt i = 0; i < n && i < hp_ncontexts; i++) write_context(ctx_by_id[i]);
 }
 
 void hp_alloc_start(void) { hp_cm_cap(&neighbours); }

@@ -98,16 +98,32 @@ static void hp_print_debug_usage(void) { VG_(printf)("    (none)\n"); }
 
 static void start_client_code(ThreadId tid, ULong blocks) { hp_cur_tid = tid; hp_sample_tick(blocks); }
 static void thread_exit(ThreadId tid) { hp_affinity_thread_exit(tid); }
-/* Heap accesses and objects before a fork: a forked child's summary counts its own. */
+/* Heap accesses, objects and contexts before a fork: a forked child's summary counts its own. */
 static ULong clock_at_fork, objects_at_fork;
+static UInt contexts_at_fork;
 
 static void write_header(void);
 
-/* A forked child (a worker that does not exec) writes a profile of its own when the output
- * file's name has %p, which now names the child (`heaplayout profile` follows processes so
- * and merges those of the program); else it writes nothing. Its profile starts with the
- * header, every module, symbol and context again, the objects it inherited (hp_alloc.c),
- * and counts from zero. */
+/* A forked child's file, opened at its first write (hp_output.c): the header with the
+ * child's pid, then every context known at the fork (with its modules and symbols). */
+static void child_start(void)
+{
+   HChar* path = VG_(expand_file_name)("--out-file", hp_opt.out_file);
+   if (!hp_out_open(path)) {
+      VG_(message)(Vg_UserMsg, "hlprof: cannot open profile file %s in a forked child\n", path);
+      hp_out_disable();
+      out_ok = False;
+      return;
+   }
+   write_header();
+   hp_out_printf("H forked_at %llu\n", hp_est(clock_at_fork));
+   hp_alloc_write_contexts(contexts_at_fork);
+}
+
+/* A child forked without exec (a pre-forking server's worker) writes a profile of its own
+ * when the output file's name has %p, which names the child (`heaplayout profile` follows
+ * processes so and merges those of the program); else it writes nothing. Its counts start
+ * from zero here; the objects it inherited are its own (hp_alloc.c). */
 static void in_child(ThreadId tid)
 {
    if (!out_ok) return;
@@ -116,17 +132,10 @@ static void in_child(ThreadId tid)
       out_ok = False;
       return;
    }
-   HChar* path = VG_(expand_file_name)("--out-file", hp_opt.out_file);
-   if (!hp_out_reopen(path)) {
-      VG_(message)(Vg_UserMsg, "hlprof: cannot open profile file %s in forked child\n", path);
-      hp_out_disable();
-      out_ok = False;
-      return;
-   }
-   write_header();
-   hp_out_printf("H forked_at %llu\n", hp_est(hp_clock));
    clock_at_fork = hp_clock;
    objects_at_fork = hp_nobjects;
+   contexts_at_fork = hp_ncontexts;
+   hp_out_defer(child_start);
    hp_module_fork_child();
    hp_alloc_fork_child();
    hp_affinity_fork_child();

@@ -56,6 +56,28 @@ Bool hp_out_open(const HChar* path)
    return True;
 }
 
+/* A forked child's profile is opened at its first write (start), so that a child that only
+ * execs another program (fork + exec, posix_spawn, system) leaves no file behind. */
+static void (*deferred_start)(void);
+
+static inline void start_if_deferred(void)
+{
+   if (UNLIKELY(deferred_start != NULL)) {
+      void (*start)(void) = deferred_start;
+      deferred_start = NULL;
+      start();   /* writes whole lines: the record being begun follows them */
+   }
+}
+
+void hp_out_defer(void (*start)(void))
+{
+   out_used = 0;   /* the parent's bytes: the parent writes them to its own file */
+   if (out_fd >= 0 && !out_disabled) VG_(close)(out_fd);
+   out_fd = -1;
+   out_disabled = False;
+   deferred_start = start;
+}
+
 void hp_out_flush(void)
 {
    UInt done = 0;
@@ -71,6 +93,7 @@ void hp_out_flush(void)
 
 static void out_bytes(const HChar* s, UInt n)
 {
+   start_if_deferred();
    while (n > 0) {
       UInt room = OUT_BUF - out_used, k = n < room ? n : room;
       VG_(memcpy)(out_buf + out_used, s, k);
@@ -83,12 +106,14 @@ void hp_out_puts(const HChar* s) { out_bytes(s, VG_(strlen)(s)); }
 
 void hp_out_char(HChar c)
 {
+   start_if_deferred();
    if (UNLIKELY(out_used == OUT_BUF)) hp_out_flush();
    out_buf[out_used++] = c;
 }
 
 void hp_out_u64(ULong v)
 {
+   start_if_deferred();
    HChar tmp[24];
    UInt k = 0;
    do { tmp[k++] = (HChar)('0' + v % 10); v /= 10; } while (v);
@@ -142,14 +167,6 @@ void hp_out_close(void)
 
 void hp_out_disable(void) { out_disabled = True; out_used = 0; }
 
-Bool hp_out_reopen(const HChar* path)
-{
-   out_used = 0;   /* the parent's bytes: the parent writes them to its own file */
-   if (out_fd >= 0 && !out_disabled) VG_(close)(out_fd);
-   out_fd = -1;
-   out_disabled = False;
-   return hp_out_open(path);
-}
 
 /* ---- (k1,k2) -> count hash, open addressing, n == 0 marks an empty slot ---- */
 void hp_cm_init(HpCountMap* m, ULong cap)

@@ -245,11 +245,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     profile = given_profile
     t = time.monotonic()
     if variants and profile is None:
-        profile_exe = target
-        own = command_file(program[0])
-        if profile_exe is None and census is not None and own and census.processes_of(own) > 1:
-            profile_exe = own  # workers forked without exec: each profiled, the profiles merged
-        profile = _profile(program, train, train_stdin, out, run, profile_exe)
+        profile = _profile(program, train, train_stdin, out, run, target)
         if profile is not None and census is not None:
             _check_profiled_processes(profile, census, target or command_file(program[0]) or program[0], run)
     run.stage_s["profile"] = time.monotonic() - t

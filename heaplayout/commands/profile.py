@@ -11,18 +11,19 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from .. import elf, paths
-from ..program_input import check_stdin_file, redirect_stdin
+from ..program_input import check_stdin_file
 from ..profile_merge import merge_profiles
 from ..profile_model import Profile
 from ..profile_reader import ProfileError, read_header, read_profile
 from ..profile_writer import write_profile
-from ..target import command_file, resolve_program_option, same_file, take_census
+from ..target import resolve_program_option, same_file, take_census
 
 TOOL = "hlprof"
 
@@ -166,14 +167,7 @@ def profile_command(args: argparse.Namespace) -> int:
         program_opt = _busiest_executable(args.program, stdin)
     if program_opt != "self":
         return _profile_following(args, program_opt, valgrind, env, stdin, out)
-    argv = tool_argv(args, out) + list(args.program)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if stdin is not None:
-        redirect_stdin(stdin)
-    # exec: the program's stdout, stderr, exit code and fatal signal are passed through unchanged
-    os.execvpe(valgrind, argv, env)
-    return 0  # not reached
+    return _profile_self(args, env, stdin, out)
 
 
 def _profile_header_exe(path: Path) -> str | None:
@@ -199,14 +193,7 @@ def _busiest_executable(program: list[str], stdin: Path | None) -> str:
     except (OSError, paths.MissingArtifact):
         return "self"  # the profiled run reports what is wrong
     if not census.delegated():
-        own = command_file(program[0])
-        if own and census.processes_of(own) > 1:
-            # workers forked without exec: each writes a profile of its own (hlprof follows forks
-            # when the file name has %p), merged with the parent's
-            print(f"heaplayout profile: {census.processes_of(own)} processes ran {Path(own).name} in a native run "
-                  "(forked workers): each is profiled, and the profiles merged", file=sys.stderr)
-            return own
-        return "self"
+        return "self"  # workers it forks without exec are profiled too (_profile_self)
     target = census.target() or "self"
     print(f"heaplayout profile: CPU time by executable in a native run: {census.describe()}; profiling {target} "
           "(--program self profiles the command itself)", file=sys.stderr)
@@ -262,6 +249,53 @@ def _profile_following(args: argparse.Namespace, program_opt: str, valgrind: str
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return rc if rc >= 0 else 128 - rc
+
+
+def _profile_self(args: argparse.Namespace, env: dict[str, str], stdin: Path | None, out: str) -> int:
+    """Profile the command's own process, and the workers it forks without exec (each
+    writes a profile of its own under %p; a child that execs another program writes none):
+    the complete profiles merged when there are several, else the command's (cut if it was
+    killed). The program's exit code and fatal signal are passed through."""
+    tmp = Path(tempfile.mkdtemp(prefix="heaplayout-profiles-", dir=os.path.dirname(out)))
+    try:
+        argv = tool_argv(args, str(tmp / "prof.%p")) + list(args.program)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        stdin_f = open(stdin, "rb") if stdin is not None else None
+        try:
+            proc = subprocess.Popen(argv, env=env, stdin=stdin_f)
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the program; we collect
+            try:
+                rc = proc.wait()
+            finally:
+                signal.signal(signal.SIGINT, previous)
+        finally:
+            if stdin_f is not None:
+                stdin_f.close()
+        own = tmp / f"prof.{proc.pid}"
+        whole = [f for f in sorted(tmp.glob("prof.*")) if _has_end(f)]
+        if len(whole) > 1:
+            try:
+                merged = merge_profiles([read_profile(f) for f in whole])
+            except (OSError, ProfileError, ValueError) as err:
+                print(f"heaplayout profile: {len(whole)} processes (the command and workers it forked); merging "
+                      f"their profiles failed: {err}", file=sys.stderr)
+                return 1
+            write_profile(merged, out)
+            print(f"heaplayout profile: {len(whole)} processes ran {Path(args.program[0]).name} (the command and "
+                  f"workers it forked); their profiles merged into {out}", file=sys.stderr)
+        elif whole:
+            shutil.move(str(whole[0]), out)
+        elif own.exists():
+            shutil.move(str(own), out)  # cut (killed, or exec'd): the reader says so
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if rc < 0:  # die by the program's signal, as the program did
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(-rc, signal.SIG_DFL)
+        os.kill(os.getpid(), -rc)
+    return rc
 
 
 def show_command(files: list[str], args: argparse.Namespace) -> int:
@@ -324,7 +358,7 @@ def format_summary(p: Profile, top: int = 15) -> str:
         stream += f" (TRUNCATED at --stream-max, {p.summary.get('stream_dropped', '?')} dropped)"
     lines.append(stream)
     lines.append("")
-    lines.append(f"top contexts by accesses:")
+    lines.append("top contexts by accesses:")
     ranked = sorted(p.contexts.values(), key=lambda c: c.accesses, reverse=True)[:top]
     for c in ranked:
         share = 100.0 * c.accesses / accesses if accesses else 0.0
