@@ -58,10 +58,6 @@ class Census:
         total = sum(p.cpu_s for p in self.processes)
         return self.cpu_by_exe().get(exe, 0.0) / total if total > 0 else 1.0
 
-    def processes_of(self, exe: str | None) -> int:
-        """How many processes ran `exe` (a program that forks workers without exec: several)."""
-        return sum(1 for p in self.processes if same_file(p.exe, exe))
-
     def delegated(self) -> bool:
         """The work is done by another executable than the command's own file (a script's
         interpreter or a child process)."""
