@@ -9,7 +9,7 @@ from pathlib import Path
 
 from heaplayout.plan_format import Plan, PlanGroup
 from heaplayout.profile_model import Context, Module, Object, Profile, Symbol
-from heaplayout.report.bench_section import from_bench, rounds_svg
+from heaplayout.report.bench_section import from_bench, from_optimize, rounds_svg
 from heaplayout.report.heatmap import build_heatmap
 from heaplayout.report.inputs import ReportInputs, load_inputs
 from heaplayout.report.glibc_model import HEAP, GlibcModel
@@ -179,6 +179,22 @@ def test_bench_document_to_table_and_plot(tmp_path: Path):
     loaded = load_inputs(ReportInputs(bench=tmp_path / "b.json"))
     rep = build_report(loaded)
     assert "<b>NO</b>" in rep.html and "0.500 [0.480–0.520]" in rep.html
+
+
+def test_rounds_are_shown_in_the_metric_the_document_compared():
+    """A bench document compared by CPU time shows its CPU times (wall_s is still the wall
+    clock's); an optimize document's race times are time_s, or wall_s before the metric."""
+    doc = {"schema": "heaplayout-bench/1", "baseline": "glibc", "metric": {"metric": "cpu"}, "configs": [
+        {"label": "glibc", "wall_s": {"median": 2.0, "q1": 2.0, "q3": 2.0, "values": [2.0, 2.0]},
+         "cpu_s": {"median": 1.0, "q1": 1.0, "q3": 1.0, "values": [1.0, 1.0]}}]}
+    m = from_bench(doc)
+    assert m.unit == "cpu" and m.series[0].rounds == [1.0, 1.0] and "CPU time per round" in rounds_svg(m)
+    assert from_bench({**doc, "metric": {"metric": "wall"}}).series[0].rounds == [2.0, 2.0]
+    opt = {"schema": "heaplayout-optimize/1", "metric": {"metric": "cpu"}, "decision": {"best_allocator": "glibc"},
+           "candidates": [{"label": "glibc", "race": {"time_s": {"median": 1.0, "q1": 1.0, "q3": 1.0,
+                                                                   "values": [1.0, 1.5]}}}]}
+    m = from_optimize(opt)
+    assert m.unit == "cpu" and m.series[0].rounds == [1.0, 1.5]
 
 
 def test_bench_rounds_are_shown_before_optimize_rounds(tmp_path: Path):
