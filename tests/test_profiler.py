@@ -176,7 +176,7 @@ def nm_symbols_or_empty(binary: Path) -> dict[str, int]:
     return nm_symbols(binary) if r.returncode == 0 else {}
 
 
-@pytest.mark.parametrize("mode,status", [("exit", 7), ("abort", -signal.SIGABRT)])
+@pytest.mark.parametrize("mode,status", [("exit", 7), ("abort", -signal.SIGABRT), ("kill", -signal.SIGKILL)])
 def test_exit_code_and_signal_pass_through(tmp_path: Path, progs: Path, mode: str, status: int) -> None:
     r, out = profile(tmp_path, [str(progs / "hp_exact"), mode])
     assert r.returncode == status, r.stderr.decode()

@@ -293,7 +293,10 @@ def _profile_self(args: argparse.Namespace, env: dict[str, str], stdin: Path | N
     if rc < 0:  # die by the program's signal, as the program did
         sys.stdout.flush()
         sys.stderr.flush()
-        signal.signal(-rc, signal.SIG_DFL)
+        try:
+            signal.signal(-rc, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL and SIGSTOP have no handler to reset
         os.kill(os.getpid(), -rc)
     return rc
 

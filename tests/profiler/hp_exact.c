@@ -2,7 +2,8 @@
  * B, alternating (A0 B0 A1 B1 ...), from two sites, and touches them in a known order; every
  * heap access is one volatile 8-byte load or store, so the expected profile can be computed
  * by hand (see the test). Modes (argv[1]): none = normal exit 0, "exit" = exit(7) after the
- * traversal without freeing, "abort" = abort() at the same point. */
+ * traversal without freeing, "abort" = abort() at the same point, "kill" = SIGKILL to itself. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,7 +44,7 @@ int main(int argc, char** argv)
    for (long i = 0; i < N; i++) as[i]->b = bs[i];
    /* phase 2: traverse A -> B, freeing both (or not, for the exit/abort modes) */
    long sum = 0;
-   int keep = strcmp(mode, "exit") == 0 || strcmp(mode, "abort") == 0;
+   int keep = strcmp(mode, "exit") == 0 || strcmp(mode, "abort") == 0 || strcmp(mode, "kill") == 0;
    for (long i = 0; i < N; i++) {
       struct B* b = as[i]->b;
       sum += b->y;
@@ -63,5 +64,6 @@ int main(int argc, char** argv)
    if (write(1, msg, n) != n) return 1;
    if (strcmp(mode, "exit") == 0) exit(7);
    if (strcmp(mode, "abort") == 0) abort();
+   if (strcmp(mode, "kill") == 0) raise(SIGKILL);
    return 0;
 }
