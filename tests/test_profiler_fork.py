@@ -90,3 +90,12 @@ def test_profile_follows_forked_workers_and_merges(build_dir, tmp_path):
     assert p.complete and int(p.header.get("merged_runs", 1)) == 3
     t = _table(p, 3 * N)  # the parent's records, and each worker's inherited copies of them
     assert t.loads == 3 * N + 2 * (3 * N * 10 + N // 4 + 3 * (N - N // 4))
+
+
+def test_profile_into_a_missing_directory_is_a_clear_error(build_dir, tmp_path):
+    """The profile's directory also holds the per-process files while the program runs: a
+    missing one is refused before the run, with one line."""
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    r = subprocess.run(CLI + ["profile", "-o", str(tmp_path / "no" / "such" / "p.prof"), "--", "/bin/true"],
+                       env=env, capture_output=True, timeout=60)
+    assert r.returncode == 2 and b"cannot write the profile into" in r.stderr and b"Traceback" not in r.stderr

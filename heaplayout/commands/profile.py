@@ -160,6 +160,11 @@ def profile_command(args: argparse.Namespace) -> int:
               "through the dynamic loader, which this program does not use, so the profile will hold no heap "
               "objects", file=sys.stderr)
     out = os.path.abspath(args.output or "heaplayout.profile")
+    where = os.path.dirname(out)
+    if not os.path.isdir(where) or not os.access(where, os.W_OK | os.X_OK):
+        print(f"heaplayout profile: cannot write the profile into {where}: "
+              f"{'no such directory' if not os.path.isdir(where) else 'not writable'}", file=sys.stderr)
+        return 2
     env = dict(os.environ)
     env["VALGRIND_LIB"] = str(lib)
     program_opt = args.program_exe or "auto"
