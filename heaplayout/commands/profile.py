@@ -46,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Forms: 'heaplayout profile [-o FILE] [options] -- PROG [ARGS...]', "
         "'heaplayout profile show FILE', 'heaplayout profile merge A B [...] -o C', "
         "'heaplayout profile export FILE --pprof OUT --folded OUT'. "
-        "The program's output and exit status are its own.",
+        "The program's output and exit status are its own. Workers it forks without exec are profiled "
+        "too, and merged into the one file.",
     )
     p.add_argument("action", nargs="*", metavar="show FILE | merge FILES... | export FILE",
                    help="'show FILE' prints a summary; 'merge A B ... -o C' combines runs; "
