@@ -19,7 +19,10 @@ the whole search can be driven by synthetic times in tests.
 3. **Decision** (`decide`): a finalist is recommended only if, on the confirmation rounds,
    the upper quartile of its paired ratios to each allocator alone left is below 1.0 and
    their median at most 1 - `min_gain`; of those that are, the fastest; otherwise the best
-   allocator alone is.
+   allocator alone is. When the rounds were timed by CPU time (timing_metric.py), the
+   median of the wall-time ratios must be below 1.0 too: wall time is what the user waits
+   for, and a configuration could save CPU time while making the program wait (for the
+   kernel's work on its behalf in another thread, say).
 """
 
 from __future__ import annotations
@@ -223,12 +226,14 @@ def _beats(ratios: Sequence[float], settings: SearchSettings) -> bool:
 
 
 def decide(best: str, finalist: str | None, ratios: Mapping[str, Sequence[float]],
-           settings: SearchSettings) -> Decision:
+           settings: SearchSettings, wall_ratios: Mapping[str, Sequence[float]] | None = None) -> Decision:
     """The decision rule. `ratios` holds, for each allocator alone confirmed (`best` among
     them), the confirmation rounds' paired ratios t_finalist / t_allocator. The finalist is
     recommended only if it beats every one of them: upper quartile below 1.0 and median at
     most 1 - min_gain. Which allocator alone is best is itself uncertain when two are close,
-    and the promise is never to be slower than the best one, whichever it is."""
+    and the promise is never to be slower than the best one, whichever it is. `wall_ratios`
+    (the same rounds by wall time, when `ratios` are of CPU time): each median must be below
+    1.0 as well."""
     by = {a: tuple(r) for a, r in ratios.items()}
     mine = by.get(best, ())
     if finalist is None:
@@ -239,6 +244,15 @@ def decide(best: str, finalist: str | None, ratios: Mapping[str, Sequence[float]
                         f"only {n} confirmation rounds (at least {settings.min_confirm_rounds} needed): "
                         f"the advantage of {finalist} is not resolved", by)
     losing = [a for a in by if not _beats(by[a], settings)]
+    if not losing and wall_ratios:
+        slower = [a for a in by if wall_ratios.get(a) and spread(wall_ratios[a]).median >= 1.0]
+        if slower:
+            a = best if best in slower else slower[0]
+            w = spread(wall_ratios[a])
+            return Decision(best, best, finalist, False, mine,
+                            f"{finalist} took less CPU time than {a} alone (median ratio {spread(by[a]).median:.3f}) "
+                            f"but not less wall time (median {w.median:.3f} over {w.n} confirmation rounds): what the "
+                            "program waited for is not in its CPU time, so the advantage is not resolved", by)
     if not losing:
         s = spread(mine)
         others = [a for a in by if a != best]
@@ -262,6 +276,7 @@ def decide(best: str, finalist: str | None, ratios: Mapping[str, Sequence[float]
 class Measurement:
     seconds: float | None  # wall or CPU time (timing_metric.py), None when the run failed its check
     problem: str | None = None  # why the run does not count (output differs, crashed)
+    wall_s: float | None = None  # the run's wall time when `seconds` is CPU time (the decision checks it)
 
 
 Runner = Callable[[Candidate, str, int], Measurement]  # (candidate, phase, round)
@@ -281,6 +296,7 @@ class SearchResult:
     candidates: list[Candidate]
     race: Times = field(default_factory=dict)
     confirm: Times = field(default_factory=dict)
+    confirm_wall: Times = field(default_factory=dict)  # the confirmation's wall times, when timed by CPU
     eliminated: dict[str, Elimination] = field(default_factory=dict)
     race_rounds: int = 0
     decision: Decision | None = None
@@ -478,8 +494,11 @@ def _confirm(res: SearchResult, best: str, finalists: list[str], run: Runner, de
                                     finalists=tuple(finalists))
                 live.remove(label)
                 del res.confirm[label]
+                res.confirm_wall.pop(label, None)
                 continue
             res.confirm[label][k] = m.seconds or 0.0
+            if m.wall_s is not None:
+                res.confirm_wall.setdefault(label, {})[k] = m.wall_s
         if not live:
             return Decision(best, best, finalists[0], False, (),
                             f"{names} failed {'its' if len(finalists) == 1 else 'their'} output check in the "
@@ -490,8 +509,12 @@ def _confirm(res: SearchResult, best: str, finalists: list[str], run: Runner, de
     # the best allocator alone on every round the allocators ran together, race and confirmation
     both: Times = {a: {**res.race[a], **{1000 + k: v for k, v in res.confirm[a].items()}} for a in alone}
     best = best_alone(both, alone) or best
-    decisions = [decide(best, f, {a: paired_ratios(res.confirm[f], res.confirm[a]) for a in alone}, settings)
-                 for f in live]
+    def wall(f: str) -> dict[str, list[float]] | None:
+        if not res.confirm_wall:
+            return None
+        return {a: paired_ratios(res.confirm_wall.get(f, {}), res.confirm_wall.get(a, {})) for a in alone}
+    decisions = [decide(best, f, {a: paired_ratios(res.confirm[f], res.confirm[a]) for a in alone}, settings,
+                        wall(f)) for f in live]
     won = [d for d in decisions if d.resolved]
     if won:
         d = min(won, key=lambda d: spread(d.ratios).median)

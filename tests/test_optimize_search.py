@@ -23,8 +23,10 @@ class FakeProgram:
     """Runs take `true[label]` seconds times noise; the clock advances by each run."""
 
     def __init__(self, true: dict[str, float], noise: float = 0.01, seed: int = 1,
-                 confirm_true: dict[str, float] | None = None, broken: set[str] = frozenset()):
+                 confirm_true: dict[str, float] | None = None, broken: set[str] = frozenset(),
+                 wall: dict[str, float] | None = None):
         self.true, self.noise, self.rng = true, noise, random.Random(seed)
+        self.wall = wall  # runs timed by CPU time: each run's wall time is t times wall[label] (default 1)
         self.confirm_true = confirm_true or {}
         self.broken = broken
         self.now = 0.0
@@ -40,6 +42,8 @@ class FakeProgram:
         self.now += t
         if cand.label in self.broken:
             return Measurement(None, "output differs from the reference run (glibc): stdout line 1")
+        if self.wall is not None:
+            return Measurement(t, wall_s=t * self.wall.get(cand.label, 1.0))
         return Measurement(t)
 
 
@@ -79,6 +83,20 @@ def test_resolved_win_recommends_the_strategy():
     assert confirm[:6] == [("glibc", 1), ("jemalloc", 1), ("halo+jemalloc", 1),
                            ("jemalloc", 2), ("halo+jemalloc", 2), ("glibc", 2)]
     assert set(d.ratios_by_allocator) == {"glibc", "jemalloc"}
+
+
+def test_a_cpu_time_win_must_show_in_wall_time_too():
+    """Timed by CPU time, halo on jemalloc takes 0.8 of the CPU time; if its runs wait so
+    that their wall time is 1.3x their CPU time (the allocators' 1.0x), the user would wait
+    longer: not recommended. When the wall clock shows the gain as well, it is."""
+    cpu = times(glibc=1.02, tcmalloc=1.3, halo__jemalloc=0.8, halo__glibc=0.85)
+    prog = FakeProgram(cpu, wall={"halo+jemalloc": 1.3, "halo+glibc": 1.3})
+    d = run_search(candidates(), prog, deadline=1e9, clock=prog.clock).decision
+    assert d.finalist == "halo+jemalloc" and not d.resolved and d.recommended == "jemalloc"
+    assert "not less wall time" in d.reason
+    prog = FakeProgram(cpu, wall={"halo+jemalloc": 1.05})
+    d = run_search(candidates(), prog, deadline=1e9, clock=prog.clock).decision
+    assert d.resolved and d.recommended == "halo+jemalloc"
 
 
 def test_unresolved_gain_recommends_the_allocator_alone():
