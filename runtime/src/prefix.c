@@ -159,6 +159,23 @@ static __thread struct {
 } site_cache[SITE_CACHE] __attribute__((tls_model("initial-exec")));
 static inline uint32_t site_slot(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 61); }
 
+/* Chains this thread identified, by their frames (exact: a chain's site is a function of
+ * its return addresses). A wrapper's first frame can begin hundreds of rules (lua5.4's
+ * allocator: 148), and scanning them on every allocation made a prefix:hot plan 2.8x
+ * mimalloc's time on lua5.4 (docs/results.md section 29). */
+#define CHAIN_MEMO 32u
+typedef struct {
+  uint8_t n;
+  uint16_t site;
+  uintptr_t frames[HL_PLAN_MAX_RULE_FRAMES];
+} px_chain_memo;
+static __thread px_chain_memo chain_memo[CHAIN_MEMO] __attribute__((tls_model("initial-exec")));
+static inline px_chain_memo *chain_memo_of(const uintptr_t *chain, unsigned n) {
+  uint64_t h = n;
+  for (unsigned i = 0; i < n; i++) h = (h ^ chain[i]) * 0x9E3779B97F4A7C15ull;
+  return &chain_memo[(h >> 59) & (CHAIN_MEMO - 1)];
+}
+
 /* The PreFix site of the allocation whose entry point's frame is fp; 0: none. The longest
  * matching rule wins, as for select (plan.c, decide). */
 static uint16_t site_of(void *const *fp) {
@@ -177,13 +194,22 @@ static uint16_t site_of(void *const *fp) {
     return site;
   }
   unsigned n = hl_unwind_collect(&f, chain, e->depth, NULL);
+  px_chain_memo *m = chain_memo_of(chain, n);
+  if (m->n == n && memcmp(m->frames, chain, n * sizeof(uintptr_t)) == 0) return m->site;
+  uint16_t site = 0;
   for (uint32_t i = 0; i < e->count; i++) {
     const px_rule *r = &e->rules[i];
     unsigned k = 1;
     while (k < r->nframes && k < n && r->frames[k] == chain[k]) k++;
-    if (k == r->nframes) return r->site;
+    if (k == r->nframes) {
+      site = r->site;
+      break;
+    }
   }
-  return 0;
+  m->n = (uint8_t)n;
+  m->site = site;
+  memcpy(m->frames, chain, n * sizeof(uintptr_t));
+  return site;
 }
 
 /* ---- counter values -> slots ---- */
