@@ -159,21 +159,26 @@ static __thread struct {
 } site_cache[SITE_CACHE] __attribute__((tls_model("initial-exec")));
 static inline uint32_t site_slot(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 61); }
 
-/* Chains this thread identified, by their frames (exact: a chain's site is a function of
- * its return addresses). A wrapper's first frame can begin hundreds of rules (lua5.4's
- * allocator: 148), and scanning them on every allocation made a prefix:hot plan 2.8x
- * mimalloc's time on lua5.4 (docs/results.md section 29). */
+/* Chains this thread identified, by a 64-bit hash of their frames: a wrapper's first frame
+ * can begin hundreds of rules (lua5.4's allocator: 148), and scanning them on every
+ * allocation made a prefix:hot plan 2.7x mimalloc's time on lua5.4 (docs/results.md
+ * section 29). A hash, not the frames, keeps the thread's static TLS small (every thread's
+ * stack pays for it: tests/test_runtime_threads.py); two chains with one hash could only
+ * give an object another site's slot, which the size and ownership checks keep safe, as in
+ * the plan's chain cache (fastpath.h). */
 #define CHAIN_MEMO 32u
 typedef struct {
-  uint8_t n;
+  uint64_t key;   /* 0: empty */
   uint16_t site;
-  uintptr_t frames[HL_PLAN_MAX_RULE_FRAMES];
 } px_chain_memo;
 static __thread px_chain_memo chain_memo[CHAIN_MEMO] __attribute__((tls_model("initial-exec")));
-static inline px_chain_memo *chain_memo_of(const uintptr_t *chain, unsigned n) {
-  uint64_t h = n;
-  for (unsigned i = 0; i < n; i++) h = (h ^ chain[i]) * 0x9E3779B97F4A7C15ull;
-  return &chain_memo[(h >> 59) & (CHAIN_MEMO - 1)];
+static inline uint64_t chain_key(const uintptr_t *chain, unsigned n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  for (unsigned i = 0; i < n; i++) {
+    h = (h ^ chain[i]) * 0x9E3779B97F4A7C15ull;
+    h ^= h >> 29;
+  }
+  return h | 1; /* never 0, the empty key */
 }
 
 /* The PreFix site of the allocation whose entry point's frame is fp; 0: none. The longest
@@ -194,8 +199,9 @@ static uint16_t site_of(void *const *fp) {
     return site;
   }
   unsigned n = hl_unwind_collect(&f, chain, e->depth, NULL);
-  px_chain_memo *m = chain_memo_of(chain, n);
-  if (m->n == n && memcmp(m->frames, chain, n * sizeof(uintptr_t)) == 0) return m->site;
+  uint64_t key = chain_key(chain, n);
+  px_chain_memo *m = &chain_memo[key >> 59];
+  if (m->key == key) return m->site;
   uint16_t site = 0;
   for (uint32_t i = 0; i < e->count; i++) {
     const px_rule *r = &e->rules[i];
@@ -206,9 +212,8 @@ static uint16_t site_of(void *const *fp) {
       break;
     }
   }
-  m->n = (uint8_t)n;
+  m->key = key;
   m->site = site;
-  memcpy(m->frames, chain, n * sizeof(uintptr_t));
   return site;
 }
 
