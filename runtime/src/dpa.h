@@ -81,6 +81,7 @@ int hl_dpa_verdict(uintptr_t ra);
 /* The analysis itself on code [lo, hi) for a call returning to ra (tests, the cache). */
 int hl_dpa_analyze(uintptr_t ra, uintptr_t lo, uintptr_t hi);
 /* Calls fn for every cached verdict (statistics). */
+void hl_dpa_verdicts_forget(uintptr_t lo, uintptr_t hi); /* code in [lo, hi) was unloaded */
 void hl_dpa_verdicts_each(void (*fn)(uintptr_t ra, int verdict, void *arg), void *arg);
 
 /* ---- chains (dpa_chain.c) ---- */

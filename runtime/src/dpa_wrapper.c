@@ -390,8 +390,9 @@ const char *hl_dpa_verdict_name(int v) {
 /* ---- the verdict cache: return address -> verdict, lock-free reads ---- */
 
 #define VERDICT_SLOTS (1u << HL_DPA_VERDICT_BITS)
+#define VERDICT_FORGOTTEN ((uintptr_t)1) /* unloaded code's (hl_dpa_verdicts_forget) */
 typedef struct verdict_entry {
-  _Atomic(uintptr_t) ra; /* 0 empty; published after verdict */
+  _Atomic(uintptr_t) ra; /* 0 empty; published after verdict; VERDICT_FORGOTTEN */
   uint8_t verdict;
 } verdict_entry;
 static verdict_entry verdicts[VERDICT_SLOTS];
@@ -405,7 +406,7 @@ static HL_NOINLINE int verdict_fill(uintptr_t ra, uint32_t i) {
   for (unsigned probe = 0; probe < 64; probe++, j = (j + 1) & (VERDICT_SLOTS - 1)) {
     uintptr_t k = atomic_load_explicit(&verdicts[j].ra, memory_order_relaxed);
     if (k == ra) { v = verdicts[j].verdict; break; }
-    if (k != 0) continue;
+    if (k != 0 && k != VERDICT_FORGOTTEN) continue;
     uintptr_t lo, hi;
     v = hl_unwind_function_bounds(ra, &lo, &hi) ? hl_dpa_analyze(ra, lo, hi) : DPA_V_NO_FUNCTION;
     verdicts[j].verdict = (uint8_t)v;
@@ -439,9 +440,22 @@ int hl_dpa_verdict(uintptr_t ra) {
   return verdict_fill(ra, i);
 }
 
+/* Unloaded code's verdicts: another library loaded at the same addresses is analysed anew.
+ * Probes go on past a forgotten slot and a fill reuses it: no thread still asks about a
+ * return address into unloaded code. */
+void hl_dpa_verdicts_forget(uintptr_t lo, uintptr_t hi) {
+  while (atomic_flag_test_and_set_explicit(&verdict_lock, memory_order_acquire)) {
+  }
+  for (uint32_t i = 0; i < VERDICT_SLOTS; i++) {
+    uintptr_t k = atomic_load_explicit(&verdicts[i].ra, memory_order_relaxed);
+    if (k > VERDICT_FORGOTTEN && k - lo < hi - lo) atomic_store_explicit(&verdicts[i].ra, VERDICT_FORGOTTEN, memory_order_release);
+  }
+  atomic_flag_clear_explicit(&verdict_lock, memory_order_release);
+}
+
 void hl_dpa_verdicts_each(void (*fn)(uintptr_t ra, int verdict, void *arg), void *arg) {
   for (uint32_t i = 0; i < VERDICT_SLOTS; i++) {
     uintptr_t k = atomic_load_explicit(&verdicts[i].ra, memory_order_acquire);
-    if (k) fn(k, verdicts[i].verdict, arg);
+    if (k > VERDICT_FORGOTTEN) fn(k, verdicts[i].verdict, arg);
   }
 }

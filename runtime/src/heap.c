@@ -84,6 +84,25 @@ static void caches_clear(hl_heap *h) {
     if (h->plan_spec[i].ra) h->plan_spec[i] = (hl_plan_speculation){0};
 }
 
+/* Code was unloaded: every thread's cached sites, chains and recorded walks are forgotten,
+ * since their unwind rules would step frames of whatever is loaded there next off the
+ * stack. Only the keys are cleared, so a thread filling or reading an entry meanwhile
+ * sees a whole entry or an empty one. */
+void hl_heaps_forget_code(void) {
+  for (hl_heap *h = hl_heap_list(); h != NULL; h = h->next_heap) {
+    for (unsigned i = 0; i < HL_SITE_CACHE_SLOTS; i++)
+      if (h->sites[i].ra) __atomic_store_n(&h->sites[i].ra, 0, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < HL_CHAIN_NODES; i++)
+      if (h->chain_nodes[i].key) __atomic_store_n(&h->chain_nodes[i].key, 0, __ATOMIC_RELAXED);
+    for (unsigned s = 0; s < HL_PLAN_CHAIN_SETS; s++)
+      for (unsigned w = 0; w < HL_PLAN_CHAIN_WAYS; w++)
+        if (h->plan_chains[s].way[w].ra) __atomic_store_n(&h->plan_chains[s].way[w].ra, 0, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < HL_PLAN_SPEC_SLOTS; i++)
+      if (h->plan_spec[i].ra) __atomic_store_n(&h->plan_spec[i].ra, 0, __ATOMIC_RELAXED);
+  }
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 /* pthread key destructor: the thread is exiting. */
 static void heap_thread_exit(void *arg) {
   hl_heap *heap = arg;

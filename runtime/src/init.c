@@ -17,13 +17,15 @@ __thread int hl_in_init __attribute__((tls_model("initial-exec")));
 static _Atomic(int) init_stage; /* 0 not started, 1 running, 2 done */
 
 static void fork_prepare(void) {
-  hl_dpa_fork_prepare();
+  hl_dpa_fork_prepare(); /* its verdict lock is held while the unwinder's are taken */
+  hl_unwind_fork(1);
   hl_heap_fork_prepare();
   hl_chunk_lock_all();
 }
 static void fork_done(void) {
   hl_chunk_unlock_all();
   hl_heap_fork_done();
+  hl_unwind_fork(0);
   hl_dpa_fork_done();
 }
 

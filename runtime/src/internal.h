@@ -647,6 +647,14 @@ static inline int hl_unwind_replay(hl_frame *f, const hl_trace *tr, unsigned fro
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc));
 void hl_unwind_set_collapse_functions(int on); /* the plan's `recursion function` record */
 void hl_unwind_refresh_modules(void);
+/* Code unloaded (unload.c): the modules that went away, and forgetting their rules. */
+typedef struct hl_code_range { uintptr_t lo, hi; } hl_code_range;
+unsigned hl_unwind_modules_unloaded(hl_code_range *gone, unsigned max);
+void hl_unwind_forget(uintptr_t lo, uintptr_t hi);
+void hl_unwind_fork(int take);
+void hl_heaps_forget_code(void); /* every thread's caches of sites and chains (heap.c) */
+void hl_code_unloaded(void);     /* after a dlclose (unload.c) */
+void hl_plan_code_unloaded(void); /* plan modules that went away are pending again (plan.c) */
 
 /* ---- per-thread state (heap.c) ----
  * A thread's caches and thread-pools live in its heap, memory the runtime maps (or takes
@@ -911,6 +919,7 @@ typedef struct hl_state {
   _Atomic(uint64_t) forwarded_objects, forwarded_bytes; /* only counted with stats */
   _Atomic(uint64_t) plan_walks;   /* plan decisions that walked the stack (not replayed) */
   _Atomic(uint64_t) plan_replays; /* plan decisions that replayed a recorded walk (not in the chain cache) */
+  _Atomic(uint64_t) code_unloads; /* dlcloses that unloaded code whose cached entries were forgotten (unload.c) */
 } hl_state_t;
 
 extern hl_state_t hl_state;

@@ -374,6 +374,31 @@ static void scan_for_pending(uintptr_t pc) {
   scan_unlock();
 }
 
+/* Code was unloaded (unload.c): a plan module that went away is pending again, so that its
+ * rules no longer match code loaded where it was, and follow it if it is loaded again, at
+ * whatever address. (PreFix's rules keep the addresses they were loaded with.) */
+void hl_plan_code_unloaded(void) {
+  if (mods.path == NULL) return; /* no plan in force */
+  scan_lock();
+  static scan_result s; /* under the lock */
+  scan_objects(&s);
+  uint32_t went = 0;
+  for (uint32_t i = 0; i < mods.spec.nmodules; i++) {
+    const hl_plan_module_spec *m = &mods.spec.modules[i];
+    if (mods.state[i] != MOD_LOADED || s.has_id[i] || (!m->build_id_len && s.has_name[i])) continue;
+    mods.state[i] = MOD_PENDING;
+    went++;
+  }
+  if (went) {
+    /* pending first: a thread that misses in the new table must go on to ask the loader */
+    atomic_fetch_add_explicit(&plan.npending, went, memory_order_release);
+    const rule_table *t = build_table();
+    if (t != NULL) atomic_store_explicit(&plan.table, t, memory_order_release);
+  }
+  scan_done();
+  scan_unlock();
+}
+
 /* site_of's slow half: pc is the first frame of no rule in table t while modules are
  * pending (or since t, another thread published a table that may have it). */
 static HL_NOINLINE const site_entry *site_after_scan(const rule_table *t, uintptr_t pc) {

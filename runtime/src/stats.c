@@ -194,11 +194,12 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
              (unsigned long long)px.refused_busy, (unsigned long long)px.refused_thread, (unsigned long long)px.cut,
              (unsigned long long)px.freed, (unsigned long long)px.moved, (unsigned long long)px.reallocs);
   out_printf(&o, "},\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu,"
-             "\"plan_speculated\":%llu",
+             "\"plan_speculated\":%llu,\"code_unloads\":%llu",
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
              (unsigned long long)atomic_load(&hl_state.forwarded_bytes),
              (unsigned long long)atomic_load(&hl_state.plan_walks),
-             (unsigned long long)atomic_load(&hl_state.plan_replays), (unsigned long long)plan_speculated());
+             (unsigned long long)atomic_load(&hl_state.plan_replays), (unsigned long long)plan_speculated(),
+             (unsigned long long)atomic_load(&hl_state.code_unloads));
   if (atomic_load(&hl_state.policy) == HL_POLICY_DPA) {
     out_printf(&o, ",");
     hl_dpa_stats_write(emit_out, &o, 1);

@@ -41,6 +41,7 @@ typedef struct module_list {
 static _Atomic(const module_list *) loaded;
 static unsigned long long loaded_generation = ~0ull; /* dlpi_adds + dlpi_subs of the list */
 static atomic_flag modules_lock = ATOMIC_FLAG_INIT;
+static atomic_flag fill_lock = ATOMIC_FLAG_INIT; /* the rule cache's fills and forgetting, one at a time */
 
 static int collect_module(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size;
@@ -85,6 +86,40 @@ void hl_unwind_refresh_modules(void) {
     }
   }
   atomic_flag_clear_explicit(&modules_lock, memory_order_release);
+}
+
+/* Code was unloaded (dlclose, unload.c): re-reads the list and returns in gone[] the
+ * ranges of modules the old list had and the new one lacks (at most max; more than max:
+ * max + 1, and the caller forgets everything). */
+unsigned hl_unwind_modules_unloaded(hl_code_range *gone, unsigned max) {
+  const module_list *old = atomic_load_explicit(&loaded, memory_order_acquire);
+  if (old == NULL) return 0; /* nothing walked yet: nothing cached */
+  hl_unwind_refresh_modules();
+  const module_list *now = atomic_load_explicit(&loaded, memory_order_acquire);
+  if (now == old) return 0;
+  unsigned n = 0;
+  for (int i = 0; i < old->n; i++) {
+    int kept = 0;
+    for (int j = 0; j < now->n && !kept; j++)
+      kept = now->m[j].lo == old->m[i].lo && now->m[j].hi == old->m[i].hi && now->m[j].eh_hdr == old->m[i].eh_hdr;
+    if (kept) continue;
+    if (n == max) return max + 1;
+    gone[n++] = (hl_code_range){old->m[i].lo, old->m[i].hi};
+  }
+  return n;
+}
+
+/* fork: no lock of the unwinder may be held in the child (init.c) */
+void hl_unwind_fork(int take) {
+  if (take) {
+    while (atomic_flag_test_and_set_explicit(&modules_lock, memory_order_acquire)) {
+    }
+    while (atomic_flag_test_and_set_explicit(&fill_lock, memory_order_acquire)) {
+    }
+  } else {
+    atomic_flag_clear_explicit(&fill_lock, memory_order_release);
+    atomic_flag_clear_explicit(&modules_lock, memory_order_release);
+  }
 }
 
 static const module_range *module_of(uintptr_t pc) {
@@ -328,8 +363,9 @@ static int compute_rule(uintptr_t pc, cfa_state *out, uintptr_t *fn, uintptr_t *
 /* ---- the rule cache: pc -> rule, lock-free, filled once per pc ---- */
 
 #define RULE_SLOTS 8192u
+#define RULE_FORGOTTEN ((uintptr_t)1) /* a pc of unloaded code: probes go on past it, fills reuse it */
 typedef struct cached_rule {
-  _Atomic(uintptr_t) pc;       /* 0 empty */
+  _Atomic(uintptr_t) pc;       /* 0 empty; RULE_FORGOTTEN */
   hl_step_rule step;           /* step.cfa_reg < 0: no rule (a walk stops here) */
   uintptr_t fn;                 /* start of pc's function (its FDE), 0 unknown */
   uint8_t skip;                /* pc is in a module the walk passes over */
@@ -338,13 +374,14 @@ typedef struct cached_rule {
 static cached_rule rules[RULE_SLOTS];
 static int (*skip_module)(uintptr_t pc);
 static int collapse_functions; /* walks keep one frame per function (recursion modulo paths) */
-static cached_rule overflow_rule; /* answer when the table is crowded (filled per call) */
+/* the answer when the table is crowded, computed per call: one per thread, since another
+ * thread's half-written rule could step a walk off its stack */
+static __thread cached_rule overflow_rule __attribute__((tls_model("initial-exec")));
 
 void hl_unwind_set_skip(int (*is_skip)(uintptr_t pc)) { skip_module = is_skip; }
 void hl_unwind_set_collapse_functions(int on) { collapse_functions = on; }
 
 static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
-  static atomic_flag fill_lock = ATOMIC_FLAG_INIT;
   cfa_state st;
   uintptr_t fn, fn_end;
   int ok = compute_rule(pc, &st, &fn, &fn_end);
@@ -359,7 +396,7 @@ static HL_NOINLINE const cached_rule *rule_fill(uintptr_t pc, uint32_t i) {
   for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & (RULE_SLOTS - 1)) {
     uintptr_t k = atomic_load_explicit(&rules[i].pc, memory_order_relaxed);
     if (k == pc) { out = &rules[i]; break; } /* another thread filled it meanwhile */
-    if (k != 0) continue;
+    if (k != 0 && k != RULE_FORGOTTEN) continue;
     rules[i].step = step;
     rules[i].fn = fn;
     rules[i].skip = skip;
@@ -395,6 +432,20 @@ static inline const cached_rule *rule_of(uintptr_t pc) {
 }
 
 void hl_unwind_rule(uintptr_t pc, hl_step_rule *out) { *out = rule_of(pc)->step; }
+
+/* Forgets the rules of pcs in [lo, hi): code there was unloaded, and other code may be
+ * loaded at the same addresses, whose frames the old rules would step off the stack. A
+ * forgotten slot is reused by a later fill: no walk can still be reading it, as no thread
+ * runs code of a library that was unloaded. */
+void hl_unwind_forget(uintptr_t lo, uintptr_t hi) {
+  while (atomic_flag_test_and_set_explicit(&fill_lock, memory_order_acquire)) {
+  }
+  for (uint32_t i = 0; i < RULE_SLOTS; i++) {
+    uintptr_t k = atomic_load_explicit(&rules[i].pc, memory_order_relaxed);
+    if (k > RULE_FORGOTTEN && k - lo < hi - lo) atomic_store_explicit(&rules[i].pc, RULE_FORGOTTEN, memory_order_release);
+  }
+  atomic_flag_clear_explicit(&fill_lock, memory_order_release);
+}
 
 /* The code range of the function (its FDE) holding the call that returns to pc: the DPA
  * policy's wrapper analysis decodes it (dpa_wrapper.c). Not cached: the verdict is. */
