@@ -67,6 +67,61 @@ def is_static_executable(path: Path) -> bool:
     return 3 not in types  # PT_INTERP
 
 
+# Sanitizers that bring their own allocator, by the library gcc links (libasan.so.8) and by
+# the entry point clang links into the executable (__asan_init).
+SANITIZERS = {"asan": "AddressSanitizer", "hwasan": "HWAddressSanitizer", "tsan": "ThreadSanitizer",
+              "msan": "MemorySanitizer", "lsan": "LeakSanitizer"}
+SHT_DYNAMIC, DT_NEEDED = 6, 1
+
+
+def needed_libraries(data: bytes) -> list[str]:
+    """The DT_NEEDED names of the 64-bit little-endian ELF image `data` (its .dynamic
+    section, found through the section headers)."""
+    (e_shoff,) = struct.unpack_from("<Q", data, 0x28)
+    e_shentsize, e_shnum = struct.unpack_from("<HH", data, 0x3A)
+    names = []
+    for i in range(e_shnum):
+        base = e_shoff + i * e_shentsize
+        if struct.unpack_from("<I", data, base + 4)[0] != SHT_DYNAMIC:
+            continue
+        sh_offset, sh_size, sh_link = struct.unpack_from("<QQI", data, base + 0x18)
+        (str_off,) = struct.unpack_from("<Q", data, e_shoff + sh_link * e_shentsize + 0x18)
+        for at in range(sh_offset, sh_offset + sh_size - 15, 16):
+            tag, val = struct.unpack_from("<qQ", data, at)
+            if tag == 0:
+                break
+            if tag == DT_NEEDED:
+                names.append(data[str_off + val:data.index(b"\x00", str_off + val)].decode(errors="replace"))
+    return names
+
+
+def sanitizer(path: Path) -> str | None:
+    """The name of the sanitizer whose runtime (and allocator) the executable carries, or
+    None: gcc links the runtime as a library (libasan.so.8), clang into the executable, which
+    then defines its init function. With either, the sanitizer's malloc serves the program
+    (a dynamic runtime also insists on coming first, and exits when something is preloaded
+    before it) and Valgrind cannot run it."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    from heaplayout.shared_object import defined_symbols  # it imports nothing of ours
+    try:
+        for lib in needed_libraries(data):
+            m = re.match(r"lib(asan|hwasan|tsan|msan|lsan)\.so", lib)
+            if m:
+                return SANITIZERS[m.group(1)]
+        inits = defined_symbols(data, {f"__{k}_init" for k in SANITIZERS})
+    except (struct.error, ValueError, IndexError):
+        return None
+    for key, name in SANITIZERS.items():
+        if f"__{key}_init" in inits:
+            return name
+    return None
+
+
 PT_GNU_EH_FRAME = 0x6474E550
 DW_EH_PE_DATAREL_SDATA4 = 0x3B  # what binutils' and lld's .eh_frame_hdr tables use
 

@@ -95,3 +95,40 @@ def test_static_binary_is_named_and_still_runs(runtime_lib, tmp_path):
     assert b"statically linked" in r.stderr and b"no statistics" in r.stderr
     dyn = cli("run", "--stats", "--", "sh", "-c", "exit 0")
     assert b"statically linked" not in dyn.stderr
+
+
+def _sanitized(tmp_path, flag: str):
+    src = tmp_path / "san.c"
+    src.write_text('#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n'
+                   'int main(void){char *p = malloc(32); strcpy(p, "ok"); puts(p); free(p); return 3;}\n')
+    exe = tmp_path / f"san_{flag}"
+    built = subprocess.run(["gcc", f"-fsanitize={flag}", "-O1", "-o", str(exe), str(src)], capture_output=True)
+    if built.returncode != 0:
+        import pytest
+        pytest.skip(f"gcc cannot build with -fsanitize={flag} here: {built.stderr.decode()[-200:]}")
+    return exe
+
+
+def test_sanitizer_builds_are_named(tmp_path):
+    from heaplayout import elf
+    assert elf.sanitizer(_sanitized(tmp_path, "address")) == "AddressSanitizer"
+    assert elf.sanitizer(_sanitized(tmp_path, "thread")) == "ThreadSanitizer"
+    assert elf.sanitizer(_sanitized(tmp_path, "leak")) == "LeakSanitizer"
+    assert elf.sanitizer(_sanitized(tmp_path, "undefined")) is None  # no allocator of its own
+    assert elf.sanitizer(sys.executable) is None
+
+
+def test_an_address_sanitizer_build_runs_unoptimized_and_is_refused_where_nothing_can_be_measured(runtime_lib, tmp_path):
+    """gcc's ASan runtime is a library that must come first: with the runtime preloaded
+    before it the program exited 1 ("ASan runtime does not come first"). run now runs it
+    without the runtime and says so; bench, optimize and profile refuse with the reason."""
+    exe = _sanitized(tmp_path, "address")
+    r = cli("run", "--stats", "--allocator", "mimalloc", "--", str(exe))
+    assert r.returncode == 3 and r.stdout == b"ok\n", r.stderr
+    assert b"built with AddressSanitizer" in r.stderr and b"unoptimized" in r.stderr
+    assert b"does not come first" not in r.stderr
+    for command in (["bench", "--runs", "1", "--config", "glibc,mimalloc"], ["optimize", "--budget", "10"],
+                    ["profile", "-o", str(tmp_path / "p.prof")]):
+        r = cli(*command, "--", str(exe))
+        assert r.returncode == 2, (command, r.stderr)
+        assert b"built with AddressSanitizer" in r.stderr, (command, r.stderr)

@@ -132,6 +132,11 @@ def bench_command(args: argparse.Namespace) -> int:
                 args.program_exe = resolve_program_option(args.program_exe)
             except ValueError as err:
                 raise engine.BenchError(str(err)) from None
+        sanitized = elf.sanitizer(Path(program[0]))
+        if sanitized:
+            raise engine.BenchError(f"{program[0]} is built with {sanitized}: its own allocator serves every malloc "
+                                    "(and must be loaded first), so no allocator or policy can be compared on it; "
+                                    "build it without -fsanitize")
         if elf.is_static_executable(Path(program[0])):
             print(f"{PROG}: warning: {program[0]} is statically linked: LD_PRELOAD has no effect on it, so every "
                   "configuration runs the program's own malloc", file=sys.stderr)

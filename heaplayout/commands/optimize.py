@@ -187,6 +187,11 @@ def optimize_command(args: argparse.Namespace) -> int:
         if not args.program:
             raise UsageError("no program given; usage: heaplayout optimize [options] -- PROG [ARGS...]")
         program = resolve_program(args.program)
+        sanitized = elf.sanitizer(Path(program[0]))
+        if sanitized:
+            raise UsageError(f"{program[0]} is built with {sanitized}: its own allocator serves every malloc (and "
+                             "must be loaded first), and Valgrind cannot profile it; optimize a build without "
+                             "-fsanitize")
         if elf.is_static_executable(Path(program[0])):
             raise UsageError(f"{program[0]} is statically linked: neither an allocator nor the runtime can be "
                              "preloaded into it, so every configuration would run its own malloc; nothing to choose")

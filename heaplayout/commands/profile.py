@@ -156,6 +156,11 @@ def profile_command(args: argparse.Namespace) -> int:
         print(f"heaplayout profile: {args.valgrind} not found (install the valgrind package)", file=sys.stderr)
         return 2
     exe = shutil.which(args.program[0])
+    sanitized = elf.sanitizer(Path(exe)) if exe else None
+    if sanitized:
+        print(f"heaplayout profile: {args.program[0]} is built with {sanitized}, which Valgrind cannot run (the "
+              "sanitizer's shadow memory and its own allocator); profile a build without -fsanitize", file=sys.stderr)
+        return 2
     if exe and elf.is_static_executable(Path(exe)):
         print(f"heaplayout profile: warning: {args.program[0]} is statically linked: the profiler sees allocations "
               "through the dynamic loader, which this program does not use, so the profile will hold no heap "

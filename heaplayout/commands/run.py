@@ -121,6 +121,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"heaplayout run: {shlex.quote(args.program[0])} is statically linked: the runtime cannot be "
               "preloaded into it, so it runs unoptimized" + (" and prints no statistics" if args.stats or
                                                              args.stats_json else ""), file=sys.stderr)
+    sanitized = elf.sanitizer(Path(exe)) if exe else None
+    if sanitized:
+        print(f"heaplayout run: {shlex.quote(args.program[0])} is built with {sanitized}, whose own allocator "
+              "serves every malloc (and must be loaded first): it runs without the runtime, unoptimized"
+              + (", and prints no statistics" if args.stats or args.stats_json else ""), file=sys.stderr)
+        env.pop("LD_PRELOAD", None)
     full_env = dict(os.environ)
     if full_env.get("LD_PRELOAD") and "LD_PRELOAD" in env:
         # keep what the user preloads, after ours and the chosen allocator

@@ -151,6 +151,10 @@ def simulate_command(args: argparse.Namespace) -> int:
         opts.client_env()  # validate the layout settings before the long run
         stdin = check_stdin_file(args.stdin)
         exe = shutil.which(args.program[0])
+        sanitized = elf.sanitizer(Path(exe)) if exe else None
+        if sanitized:
+            raise ValueError(f"{args.program[0]} is built with {sanitized}, which Valgrind cannot run (the "
+                             "sanitizer's shadow memory and its own allocator); simulate a build without -fsanitize")
         if exe and elf.is_static_executable(Path(exe)):
             print(f"heaplayout simulate: warning: {args.program[0]} is statically linked: LD_PRELOAD has no effect "
                   "on it, so the layout simulated is its own malloc's whatever --policy and --allocator say",
