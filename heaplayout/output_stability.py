@@ -7,7 +7,10 @@ would find that out only after profiling. `unstable_patterns` compares two such 
 line by line and, where the lines differ only in some whitespace-separated tokens, writes
 one regular expression per line that masks those tokens and nothing after them, anchored at
 the line's start with its other tokens spelled out: the rest of the line (and every other
-line) is still checked byte for byte. When the outputs differ otherwise (another number of
+line) is still checked byte for byte. A differing token that is the line's last must also
+end the line, and one that is an address (0x and hex digits, as `%p` prints) in both runs
+is masked as an address only: a line that prints a pointer alone must not mask every other
+one-token line (a checksum) too. When the outputs differ otherwise (another number of
 lines, or of tokens in a line), there is no such mask and the caller must ask the user.
 
     >>> unstable_patterns(b"conflicts : 5519 (1944 /sec)\\nok\\n", b"conflicts : 5519 (1666 /sec)\\nok\\n")
@@ -22,6 +25,7 @@ import re
 MAX_UNSTABLE_LINES = 64
 
 _SPACE = re.compile(rb"(\s+)")
+_ADDRESS = re.compile(rb"0[xX][0-9a-fA-F]+")
 
 
 def _tokens(line: bytes) -> list[bytes]:
@@ -42,12 +46,15 @@ def _line_pattern(a: bytes, b: bytes) -> str | None:
         if i % 2:  # the whitespace between two tokens
             parts.append(r"\s+")
         elif ta[i] != tb[i]:
-            parts.append(r"\S+")
+            both_addresses = _ADDRESS.fullmatch(ta[i]) and _ADDRESS.fullmatch(tb[i])
+            parts.append(r"0[xX][0-9a-fA-F]+" if both_addresses else r"\S+")
         else:
             try:
                 parts.append(re.escape(ta[i].decode("utf-8")))
             except UnicodeDecodeError:  # the pattern is text (bench_check encodes it as UTF-8)
                 return None
+    if all(not t.strip() for t in ta[differing[-1] + 1:] + tb[differing[-1] + 1:]):
+        parts.append(r"(?=[^\S\n]*$)")  # the last token: the line ends here
     return "(?m)^" + "".join(parts)
 
 
