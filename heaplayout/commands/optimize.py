@@ -338,7 +338,9 @@ def optimize_command(args: argparse.Namespace) -> int:
     if rec is not None:
         (out / "recommended.env").write_text(env_file_text(recommendation_env(rec, program, target)))
     if not args.no_report:
-        report, why = write_report_within(out, doc, max(REPORT_MIN_S, deadline - time.monotonic()))
+        limit = max(REPORT_MIN_S, deadline - time.monotonic())
+        _say(f"report.html: heatmaps from the profile (at most {limit:.0f} s; --no-report skips it)")
+        report, why = write_report_within(out, doc, limit)
         if why:
             print(f"{PROG}: warning: {why}", file=sys.stderr)
         elif report is not None:
