@@ -77,7 +77,7 @@ class Mismatch:
     label: str
     round: int
     warmup: bool
-    what: str  # "exit", "stdout" or "exit+stdout"
+    what: str  # "exit", "stdout", "file", or several joined by "+"
     detail: str
     run_kind: str = "timed"  # "timed", "warmup" or "cachegrind"
 
@@ -86,9 +86,40 @@ class Mismatch:
         return f"OUTPUT MISMATCH: configuration {self.label!r} ({where}) differs from baseline {baseline!r}: {self.detail}"
 
 
+def files_state(paths: Sequence[Path]) -> tuple[str, ...]:
+    """What a run left in the files it writes (`--output-file`): each one's sha256, or
+    "missing". Compared with the reference run's like stdout, for programs whose result
+    is a file (a compressor, a compiler, `xsltproc -o`), where stdout alone checks nothing."""
+    out = []
+    for path in paths:
+        try:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+            out.append(h.hexdigest())
+        except FileNotFoundError:
+            out.append("missing")
+        except OSError as err:
+            out.append(f"unreadable ({err.strerror})")
+    return tuple(out)
+
+
+def files_difference(paths: Sequence[Path], ref: tuple[str, ...], now: tuple[str, ...]) -> str | None:
+    """The first output file whose content differs from the reference run's, in words."""
+    for path, a, b in zip(paths, ref, now):
+        if a != b:
+            if b == "missing" or a == "missing":
+                return f"output file {path}: {'missing after this run' if b == 'missing' else 'written by this run only'}"
+            return f"output file {path} differs from the baseline run's (sha256 {a[:12]}..., got {b[:12]}...)"
+    return None
+
+
 def compare_run(ref_status: ExitStatus, ref_stdout: Path, ref_sha: str, status: ExitStatus, stdout: Path,
-                sha: str) -> tuple[str, str] | None:
-    """(what, detail) when a run's exit status or stdout differs from the reference."""
+                sha: str, files: Sequence[Path] = (), ref_files: tuple[str, ...] = (),
+                files_now: tuple[str, ...] = ()) -> tuple[str, str] | None:
+    """(what, detail) when a run's exit status, stdout or output files (`files`, their
+    states from files_state) differ from the reference."""
     parts, what = [], []
     if status != ref_status:
         what.append("exit")
@@ -96,6 +127,10 @@ def compare_run(ref_status: ExitStatus, ref_stdout: Path, ref_sha: str, status: 
     if sha != ref_sha:
         what.append("stdout")
         parts.append(first_difference(ref_stdout, stdout) or "stdout differs")
+    changed = files_difference(files, ref_files, files_now) if files else None
+    if changed:
+        what.append("file")
+        parts.append(changed)
     if not parts:
         return None
     return "+".join(what), "; ".join(parts)

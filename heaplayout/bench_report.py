@@ -26,6 +26,8 @@ def command_line(bench: BenchResult) -> str:
         parts += ["--cachegrind", f"--LL={bench.cache_spec.LL}", f"--D1={bench.cache_spec.D1}"]
     if bench.stdin is not None:
         parts += ["--stdin", str(bench.stdin)]
+    for path in bench.output_files:
+        parts += ["--output-file", str(path)]
     if bench.metric.asked != "auto":
         parts += ["--metric", bench.metric.asked]
     return shlex.join([*parts, "--", *bench.program])
@@ -78,6 +80,7 @@ def result_to_json(bench: BenchResult) -> dict:
         "metric": bench.metric.to_json(),
         "launcher": "c" if bench.launcher != sys.executable else "python",
         "stdin": None if bench.stdin is None else str(bench.stdin),
+        "output_files": [str(p) for p in bench.output_files],
         "cachegrind": None if bench.cache_spec is None else {"LL": bench.cache_spec.LL, "D1": bench.cache_spec.D1},
         "ok": bench.ok,
         "configs": configs,

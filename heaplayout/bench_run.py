@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .bench_cachegrind import CacheCounts, CacheSpec, run_cachegrind
-from .bench_check import Mismatch, compare_run, stderr_tail
+from .bench_check import Mismatch, compare_run, files_state, stderr_tail
 from .output_stability import unstable_patterns
 from .bench_config import BenchError, Config, config_env, program_env
 from .bench_launch import ExitStatus, RunResult, build_launcher, fmt_seconds, launcher_rss_floor, run_once, sha256_file
@@ -72,6 +72,7 @@ class BenchResult:
     stdin: Path | None = None  # the file every run reads on stdin (--stdin), else /dev/null
     # what times and ratios compare (timing_metric.py); decided from the runs under "auto"
     metric: MetricChoice = MetricChoice("wall", "wall time", None)
+    output_files: list[Path] = field(default_factory=list)  # checked like stdout (--output-file)
 
     @property
     def baseline(self) -> ConfigResult:
@@ -129,7 +130,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
               base_env: dict[str, str] | None = None,
               digest: Callable[[Path], str] | None = None, stdin: Path | None = None,
               normalize: Callable[[bytes], bytes] | None = None, target: str | None = None,
-              metric: str = "auto") -> BenchResult:
+              metric: str = "auto", output_files: Sequence[Path] = ()) -> BenchResult:
     """Run every configuration `warmup` + `runs` times, interleaved, then (with `cache`) once
     each under cachegrind. Every run's exit status and stdout are compared with the
     baseline's first run. Temporary files go to `workdir` (which the caller cleans up).
@@ -138,7 +139,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
     reads the file `stdin` from its start (None: /dev/null). `target`: the executable of the
     command's process tree the runtime works in (runtime_env.for_program). `metric`: what
     times and ratios compare, "wall", "cpu" or "auto" (timing_metric.choose_metric, from all
-    the runs)."""
+    the runs). `output_files`: files the program writes, checked after every run like stdout."""
     if runs < 1:
         raise BenchError("--runs must be at least 1")
     if warmup < 0:
@@ -158,18 +159,21 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
     baseline = configs[0].label
     bench = BenchResult(program=program, runs=runs, warmup=warmup, configs=list(results.values()), cache_spec=cache,
                         rss_floor_kib=launcher_rss_floor(workdir, launcher), launcher=launcher[0],
-                        started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), stdin=stdin)
-    ref: tuple[ExitStatus, Path, str] | None = None
+                        started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), stdin=stdin,
+                        output_files=list(output_files))
+    ref: tuple[ExitStatus, Path, str, tuple[str, ...]] | None = None
     kept: set[str] = set()  # labels whose first mismatching stdout is kept for the message
+    output_files = list(output_files)
 
     def check(label: str, rnd: int, is_warmup: bool, kind: str, status: ExitStatus, out: Path, err: Path,
               sha: str) -> None:
         nonlocal ref
+        files_now = files_state(output_files)
         if ref is None:
-            ref = (status, out, sha)
+            ref = (status, out, sha, files_now)
             bench.reference_status = status
             return
-        diff = compare_run(ref[0], ref[1], ref[2], status, out, sha)
+        diff = compare_run(ref[0], ref[1], ref[2], status, out, sha, output_files, ref[3], files_now)
         if diff is None:
             if out != ref[1]:
                 out.unlink(missing_ok=True)

@@ -43,6 +43,7 @@ class OptimizeRun:
     runtime_stats: object = None
     runs: int = 0
     ignore: list[str] = field(default_factory=list)  # --ignore patterns of the output check
+    output_files: list[Path] = field(default_factory=list)  # --output-file: checked like stdout
     group_layout: str = "choose"  # --group-layout
     # plan variant -> how its groups' layouts were chosen (commands/optimize.py, _choose_layouts)
     group_layouts: dict[str, dict] = field(default_factory=dict)
@@ -93,12 +94,13 @@ def use_command(cand: Candidate, program: list[str], stdin: Path | None, target:
 
 
 def bench_command(best: Candidate, cand: Candidate, program: list[str], stdin: Path | None,
-                  ignore: Sequence[str] = (), target: str | None = None) -> str:
+                  ignore: Sequence[str] = (), target: str | None = None, output_files: Sequence[Path] = ()) -> str:
     """`heaplayout bench` re-measuring the recommendation against the best allocator alone."""
     configs = best.spec if cand.label == best.label else f"{best.spec},{cand.spec}"
     stdin_opt = [] if stdin is None else ["--stdin", str(stdin)]
     ignore_opt = [w for pat in ignore for w in ("--ignore", pat)]
-    return shlex.join(["heaplayout", "bench", "--runs", "9", "--config", configs, *stdin_opt, *ignore_opt,
+    files_opt = [w for f in output_files for w in ("--output-file", str(f))]
+    return shlex.join(["heaplayout", "bench", "--runs", "9", "--config", configs, *stdin_opt, *ignore_opt, *files_opt,
                        *_target_opt(target), "--", *program])
 
 
@@ -176,7 +178,7 @@ def verdict_lines(run: OptimizeRun) -> list[str]:
     lines.append(f"  config (heaplayout bench --config): {rec.spec}")
     lines.append(f"  run it: {use_command(rec, run.program, run.stdin, run.target)}")
     if best is not None:
-        lines.append(f"  re-measure: {bench_command(best, rec, run.program, run.stdin, run.ignore, run.target)}")
+        lines.append(f"  re-measure: {bench_command(best, rec, run.program, run.stdin, run.ignore, run.target, run.output_files)}")
     stats = stats_line(run.runtime_stats)
     if stats:
         lines.append(f"  runtime, one more run: {stats}")
@@ -242,7 +244,7 @@ def to_json(run: OptimizeRun) -> dict:
             "resolved": d.resolved, "reason": d.reason, "best_allocator": best,
             "ratio_to_best_allocator": None if not d.resolved else {**d.summary.to_json(), "values": list(d.ratios)},
             "command": use_command(rec, run.program, run.stdin, run.target), "env": env,
-            "bench_command": bench_command(bestc, rec, run.program, run.stdin, run.ignore, run.target) if bestc else None,
+            "bench_command": bench_command(bestc, rec, run.program, run.stdin, run.ignore, run.target, run.output_files) if bestc else None,
             "runtime_stats": run.runtime_stats,
         }
     s = d.summary if d else None
@@ -250,7 +252,7 @@ def to_json(run: OptimizeRun) -> dict:
         "schema": SCHEMA, "command": run.command, "program": run.program, "train": run.train,
         "stdin": None if run.stdin is None else str(run.stdin),
         "train_stdin": None if run.train_stdin is None else str(run.train_stdin),
-        "ignore": run.ignore, "target": run.target, "metric": run.metric.to_json(),
+        "ignore": run.ignore, "output_files": [str(f) for f in run.output_files], "target": run.target, "metric": run.metric.to_json(),
         "started_utc": run.started_utc, "budget_s": run.budget_s, "elapsed_s": round(run.elapsed_s, 3),
         "stage_s": {k: round(v, 3) for k, v in run.stage_s.items()}, "runs": run.runs,
         "profile": None if run.profile is None else str(run.profile),

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .bench_check import compare_run, stderr_tail
+from .bench_check import compare_run, files_state, stderr_tail
 from .bench_config import config_env, parse_config, program_env
 from .bench_launch import ExitStatus, build_launcher, run_once, sha256_file
 from .bench_run import read_runtime_stats
@@ -28,8 +28,9 @@ class CandidateRunner:
     def __init__(self, program: Sequence[str], candidates: Sequence[Candidate], workdir: Path,
                  stdin: Path | None = None, base_env: dict[str, str] | None = None,
                  digest: Callable[[Path], str] | None = None, normalize: Callable[[bytes], bytes] | None = None,
-                 target: str | None = None, metric: str = "wall"):
+                 target: str | None = None, metric: str = "wall", output_files: Sequence[Path] = ()):
         self.program = list(program)
+        self.output_files = list(output_files)  # files the program writes, checked like stdout
         self.metric = metric  # what a Measurement's seconds are: "wall" or "cpu" (timing_metric.py)
         # label -> every timed run as (phase, round, wall s, CPU s), for the evidence
         self.clock: dict[str, list[tuple[str, int, float, float]]] = {c.label: [] for c in candidates}
@@ -47,7 +48,8 @@ class CandidateRunner:
                      for label, env in self.config_envs.items()}
         self.index = {c.label: i for i, c in enumerate(candidates)}
         self.launcher = build_launcher(workdir)
-        self.reference: tuple[str, ExitStatus, Path, str] | None = None  # label, status, stdout, sha
+        # label, status, stdout, sha, output files' states
+        self.reference: tuple[str, ExitStatus, Path, str, tuple[str, ...]] | None = None
         self.peak_rss_kib: dict[str, list[int]] = {c.label: [] for c in candidates}
         self.runs = 0
 
@@ -61,11 +63,12 @@ class CandidateRunner:
         self.peak_rss_kib[cand.label].append(run.maxrss_kib)
         self.clock[cand.label].append((phase, rnd, run.wall_s, run.cpu_s))
         sha = self.digest(out)
+        files_now = files_state(self.output_files)
         if self.reference is None:
-            self.reference = (cand.label, status, out, sha)
+            self.reference = (cand.label, status, out, sha, files_now)
             return Measurement(wall, wall_s=clock)
-        ref_label, ref_status, ref_out, ref_sha = self.reference
-        diff = compare_run(ref_status, ref_out, ref_sha, status, out, sha)
+        ref_label, ref_status, ref_out, ref_sha, ref_files = self.reference
+        diff = compare_run(ref_status, ref_out, ref_sha, status, out, sha, self.output_files, ref_files, files_now)
         if diff is None:
             out.unlink(missing_ok=True)
             err.unlink(missing_ok=True)

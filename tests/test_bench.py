@@ -344,7 +344,7 @@ def test_missing_allocator_package_exit_2(monkeypatch, tmp_path, capsys):
 
 
 TOP_KEYS = {"schema", "command", "program", "started_utc", "runs", "warmup", "baseline", "baseline_exit", "rss_floor_kib",
-            "launcher", "stdin", "cachegrind", "ok", "configs", "metric"}
+            "launcher", "stdin", "output_files", "cachegrind", "ok", "configs", "metric"}
 CONFIG_KEYS = {"label", "spec", "allocator", "policy", "options", "env", "baseline", "wall_s", "cpu_s", "time_s", "ratio",
                "peak_rss_kib", "exit", "output_ok", "mismatches", "cachegrind", "runtime_stats"}
 SPREAD_KEYS = {"median", "min", "max", "q1", "q3", "iqr", "n", "values"}

@@ -266,3 +266,50 @@ def test_a_static_executable_is_refused_at_once(tmp_path):
     assert r.returncode == 0 and b"statically linked" in r.stderr and r.stdout == b"7\n"
     r = run_program(CLI + ["simulate", "--", str(exe)])
     assert r.returncode == 0 and b"statically linked" in r.stderr
+
+
+# Writes its result to the file argv[1] and only "done" to stdout; under an LD_PRELOAD that
+# names mimalloc it writes a wrong result: a stand-in for a configuration that would change
+# what a program computes, which a check of stdout alone would not see.
+RESULT_IN_A_FILE = ('int main(int argc, char **argv) { long s = 0; for (int i = 0; i < 20000; i++) { long *p = '
+                    'malloc(40); p[0] = i; s += p[0]; free(p); } const char *pre = getenv("LD_PRELOAD"); '
+                    'if (pre && strstr(pre, "mimalloc")) s++; FILE *f = fopen(argv[1], "w"); '
+                    'fprintf(f, "%ld\\n", s); fclose(f); puts("done"); return 0; }\n')
+
+
+def test_output_files_are_checked_like_stdout(runtime_lib, tmp_path):
+    """--output-file: a candidate that leaves another result in the file is dropped by
+    optimize, and bench reports the mismatch; the file is named in the evidence and in the
+    re-measuring command. Without --output-file neither would notice."""
+    exe = _compile(tmp_path, "resfile", RESULT_IN_A_FILE)
+    result = tmp_path / "result.txt"
+    common = ["--allocator", "glibc,mimalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
+              "--budget", "60", "--no-report"]
+    r = optimize(*common, "--output-file", str(result), "-o", str(tmp_path / "o"), "--", str(exe), str(result))
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads((tmp_path / "o" / "optimize.json").read_text())
+    assert doc["output_files"] == [str(result)] and "--output-file" in doc["command"]
+    dropped = {c["label"]: c["eliminated"]["reason"] for c in doc["candidates"] if c["eliminated"]}
+    assert "output file" in dropped["mimalloc"] and "output file" in dropped["callsite+mimalloc"], dropped
+    assert doc["recommendation"]["config"] in ("glibc", "callsite+glibc")
+    if doc["recommendation"]["bench_command"]:
+        assert "--output-file" in doc["recommendation"]["bench_command"]
+    bench = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", "glibc,mimalloc",
+                               "--output-file", str(result), "--", str(exe), str(result)])
+    assert bench.returncode == 1 and b"output file" in bench.stderr, bench.stderr.decode()
+    plain = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", "glibc,mimalloc",
+                               "--", str(exe), str(result)])
+    assert plain.returncode == 0  # stdout alone: the same "done"
+
+
+def test_an_output_file_not_the_same_twice_stops_before_profiling(tmp_path):
+    exe = _compile(tmp_path, "pidfile", 'int main(int argc, char **argv) { FILE *f = fopen(argv[1], "w"); '
+                                        'fprintf(f, "%d\\n", (int)getpid()); fclose(f); return 0; }\n')
+    out = tmp_path / "pid.txt"
+    r = optimize("--budget", "60", "--no-report", "--output-file", str(out), "-o", str(tmp_path / "o"), "--",
+                 str(exe), str(out))
+    assert r.returncode == 1 and b"wrote different files" in r.stderr, r.stderr.decode()
+    assert b"stage 1/4" not in r.stderr
+    r = optimize("--budget", "60", "--no-report", "--output-file", str(tmp_path / "never"), "-o",
+                 str(tmp_path / "o2"), "--", str(exe), str(out))
+    assert r.returncode == 1 and b"wrote none of the --output-file files" in r.stderr, r.stderr.decode()

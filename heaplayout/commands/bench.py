@@ -66,6 +66,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
                    help="parts of stdout that may differ between identical runs (a timing line): matches are "
                         "left out of the output check; repeatable")
+    p.add_argument("--output-file", action="append", default=[], metavar="PATH",
+                   help="a file the program writes (its result, when that is not stdout): compared after every run "
+                        "with the baseline's first run, like stdout; repeatable")
     p.add_argument("--program", dest="program_exe", metavar="EXE",
                    help="the executable of the command's process tree that the runtime works in (a script's "
                    "interpreter, a driver's child); default: the command itself, every process for a script")
@@ -123,6 +126,8 @@ def bench_command(args: argparse.Namespace) -> int:
                 raise engine.BenchError("--stdin is for one program; the suite's workloads read no input")
             if args.program:
                 raise engine.BenchError("--suite runs the workloads; do not also give a program after --")
+            if args.output_file:
+                raise engine.BenchError("--output-file applies to a program, not to --suite")
             return _bench_suite(args, configs, cache)
         if args.only:
             raise engine.BenchError("--only applies to --suite")
@@ -171,7 +176,8 @@ def _bench_program(args: argparse.Namespace, configs: list[engine.Config], cache
     try:
         bench = engine.run_bench(program, configs, tmp, runs=args.runs, warmup=args.warmup, cache=cache,
                                  progress=_progress, stdin=args.stdin, digest=args.digest,
-                                 normalize=normalizer(args.ignore), target=args.program_exe, metric=args.metric)
+                                 normalize=normalizer(args.ignore), target=args.program_exe, metric=args.metric,
+                                 output_files=[Path(f).resolve() for f in args.output_file])
         header, rows = engine.table_rows(bench)
         print(engine.describe_run(bench))
         print(engine.format_table(header, rows))

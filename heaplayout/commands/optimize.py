@@ -35,7 +35,8 @@ import shutil
 from pathlib import Path
 
 from .. import allocators, elf, paths
-from ..bench_check import check_patterns, first_difference, ignoring_digest, normalizer, stderr_tail
+from ..bench_check import (check_patterns, files_difference, files_state, first_difference, ignoring_digest, normalizer,
+                           stderr_tail)
 from ..bench_config import BenchError, config_env, parse_config, program_env, resolve_program
 from ..bench_launch import build_launcher, fmt_seconds, run_once
 from ..output_stability import unstable_patterns
@@ -99,6 +100,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
                    help="parts of stdout that may differ between identical runs (a timing line): matches are "
                         "left out of the output check; repeatable")
+    p.add_argument("--output-file", action="append", default=[], metavar="PATH",
+                   help="a file the program writes (its result, when that is not stdout): compared after every run "
+                        "with the reference run's, like stdout; repeatable")
     p.add_argument("--no-auto-ignore", action="store_true",
                    help="when two runs of the program alone print different outputs, stop instead of ignoring "
                         "the tokens that differed (the default; they are printed)")
@@ -201,6 +205,7 @@ def optimize_command(args: argparse.Namespace) -> int:
         strategies = _strategy_list(args.strategies)
         settings = _settings(args)
         ignore = check_patterns(args.ignore)
+        output_files = [Path(f).resolve() for f in args.output_file]
         if strategies:
             paths.runtime_library()
         out = Path(args.output or Path("heaplayout-out") / Path(program[0]).name).resolve()
@@ -217,7 +222,7 @@ def optimize_command(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     # 0. before anything long: does the program run, and is its output the same twice?
     try:
-        derived, clock = _reference_runs(program, stdin, allocs[0], ignore, not args.no_auto_ignore)
+        derived, clock = _reference_runs(program, stdin, allocs[0], ignore, not args.no_auto_ignore, output_files)
     except (BenchError, _Unstable) as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 1
@@ -239,7 +244,7 @@ def optimize_command(args: argparse.Namespace) -> int:
                       train=[program[0], *train], stdin=stdin, train_stdin=train_stdin, budget_s=args.budget,
                       settings=settings, started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       search=SearchResult([]), ignore=ignore, group_layout=args.group_layout, target=target,
-                      metric=metric)
+                      metric=metric, output_files=output_files)
     deadline = start + args.budget
     variants = [s for s in strategies if s not in POLICY_STRATEGIES]
     if derived:
@@ -279,7 +284,7 @@ def optimize_command(args: argparse.Namespace) -> int:
         try:
             runner = CandidateRunner(program, candidates, tmp, stdin=stdin,
                                      digest=ignoring_digest(ignore) if ignore else None, normalize=normalizer(ignore),
-                                     target=target, metric=metric.metric)
+                                     target=target, metric=metric.metric, output_files=output_files)
         except BenchError as err:
             print(f"{PROG}: {err}", file=sys.stderr)
             return 2
@@ -374,7 +379,7 @@ class _Unstable(Exception):
 
 
 def _reference_runs(program: list[str], stdin: Path | None, allocator: str, ignore: list[str],
-                    auto_ignore: bool) -> tuple[list[str], list[tuple[float, float]]]:
+                    auto_ignore: bool, output_files: list[Path] | None = None) -> tuple[list[str], list[tuple[float, float]]]:
     """Run the program twice under `allocator` alone, as the race's reference will be run.
     Returns the patterns that mask what differed between the two outputs (none when they
     agree under `ignore`), and the two runs' wall and CPU seconds; raises _Unstable when the exit status differs, or the outputs
@@ -386,7 +391,11 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-reference-"))
     try:
         launcher = build_launcher(tmp)
-        runs = [run_once(program, env, tmp, f"ref{i}", launcher, stdin=stdin) for i in (1, 2)]
+        output_files = output_files or []
+        runs, files = [], []
+        for i in (1, 2):
+            runs.append(run_once(program, env, tmp, f"ref{i}", launcher, stdin=stdin))
+            files.append(files_state(output_files))
         clock = [(r.wall_s, r.cpu_s) for r in runs]
         status1, out1 = runs[0].status, runs[0].stdout
         status2, out2, err2 = runs[1].status, runs[1].stdout, runs[1].stderr
@@ -396,6 +405,13 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
             raise _Unstable(f"two runs of the program alone ended differently ({status1.describe()}, then "
                             f"{status2.describe()}; stderr ends {stderr_tail(err2)}): optimize cannot check "
                             "its configurations against a reference")
+        changed = files_difference(output_files, files[0], files[1])
+        if changed:
+            raise _Unstable(f"two runs of the program alone wrote different files ({changed.replace('baseline', 'first')}): "
+                            "optimize cannot check its configurations against them; leave out --output-file for "
+                            "a file that is not the same twice")
+        if files[0] and all(state == "missing" for state in files[0]):
+            raise _Unstable(f"the program alone wrote none of the --output-file files ({', '.join(map(str, output_files))})")
         normalize = normalizer(ignore)
         a, b = normalize(out1.read_bytes()), normalize(out2.read_bytes())
         if a == b:
@@ -431,6 +447,8 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
         words += ["--program", args.program_exe]
     for pat in args.ignore:
         words += ["--ignore", pat]
+    for f in args.output_file:
+        words += ["--output-file", str(Path(f).resolve())]
     return shlex.join([*words, "--", *program])
 
 
