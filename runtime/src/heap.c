@@ -99,6 +99,8 @@ void hl_heaps_forget_code(void) {
         if (h->plan_chains[s].way[w].ra) __atomic_store_n(&h->plan_chains[s].way[w].ra, 0, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < HL_PLAN_SPEC_SLOTS; i++)
       if (h->plan_spec[i].ra) __atomic_store_n(&h->plan_spec[i].ra, 0, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < (1u << HL_PREFIX_MEMO_BITS); i++)
+      if (h->prefix_memo[i].key) __atomic_store_n(&h->prefix_memo[i].key, 0, __ATOMIC_RELAXED);
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }

@@ -728,6 +728,14 @@ typedef struct hl_plan_chain_set {
  * speculated decisions with 16 slots, 583k with 256, placement 12.4% vs 12.2%). */
 #define HL_PLAN_SPEC_SLOTS 256u
 
+/* Per-thread memo of PreFix's identified chains (prefix.c, site_of): hash of the chain's
+ * frames -> PreFix site. 1024 entries, 16 KiB per heap, touched only under a PreFix plan. */
+#define HL_PREFIX_MEMO_BITS 10u
+typedef struct hl_prefix_memo {
+  uint64_t key; /* 0: empty */
+  uint16_t site;
+} hl_prefix_memo;
+
 /* A heap outlives its thread: when the thread exits, its chunks are released or abandoned
  * (owner NULL), its caches are cleared, and the heap with its thread-pools (and their
  * statistics) goes to a free list; the next thread that needs a heap takes it, so memory
@@ -741,6 +749,7 @@ struct hl_heap {
   hl_plan_chain_set plan_chains[HL_PLAN_CHAIN_SETS];
   hl_plan_speculation plan_spec[HL_PLAN_SPEC_SLOTS];
   hl_trace walk_trace;            /* the walk in progress (plan.c): 1.5 KiB, off the program's stack */
+  hl_prefix_memo prefix_memo[1u << HL_PREFIX_MEMO_BITS];
   uint64_t plan_speculated;       /* decisions given by plan_spec without a walk (statistics) */
   struct hl_heap *next_heap;      /* registry of every heap made, for statistics */
   struct hl_heap *next_free;      /* free list of heaps whose thread exited */

@@ -172,16 +172,12 @@ static inline uint32_t site_slot(uintptr_t pc) { return (uint32_t)((pc * 0x9E377
 /* Chains this thread identified, by a 64-bit hash of their frames: a wrapper's first frame
  * can begin hundreds of rules (lua5.4's allocator: 148), and scanning them on every
  * allocation made a prefix:hot plan 2.7x mimalloc's time on lua5.4 (docs/results.md
- * section 29). A hash, not the frames, keeps the thread's static TLS small (every thread's
- * stack pays for it: tests/test_runtime_threads.py); two chains with one hash could only
- * give an object another site's slot, which the size and ownership checks keep safe, as in
- * the plan's chain cache (fastpath.h). */
-#define CHAIN_MEMO 32u
-typedef struct {
-  uint64_t key;   /* 0: empty */
-  uint16_t site;
-} px_chain_memo;
-static __thread px_chain_memo chain_memo[CHAIN_MEMO] __attribute__((tls_model("initial-exec")));
+ * section 29). A hash, not the frames, keeps the memo small; it lives in the thread's heap
+ * (internal.h, hl_prefix_memo), not in static TLS, which every thread's stack pays for
+ * (tests/test_runtime_threads.py): 32 entries there missed on 191M of the 916M instructions
+ * of lua5.4's training run, which has more chains than that. Two chains with one hash could
+ * only give an object another site's slot, which the size and ownership checks keep safe,
+ * as in the plan's chain cache (fastpath.h). */
 static inline uint64_t chain_key(const uintptr_t *chain, unsigned n) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
   for (unsigned i = 0; i < n; i++) {
@@ -210,8 +206,9 @@ static uint16_t site_of(void *const *fp) {
   }
   unsigned n = hl_unwind_collect(&f, chain, e->depth, NULL);
   uint64_t key = chain_key(chain, n);
-  px_chain_memo *m = &chain_memo[key >> 59];
-  if (m->key == key) return m->site;
+  hl_heap *heap = hl_heap_get();
+  hl_prefix_memo *m = heap ? &heap->prefix_memo[key >> (64 - HL_PREFIX_MEMO_BITS)] : NULL;
+  if (m != NULL && m->key == key) return m->site;
   uint16_t site = 0;
   for (uint32_t i = 0; i < e->count; i++) {
     const px_rule *r = &e->rules[i];
@@ -222,8 +219,10 @@ static uint16_t site_of(void *const *fp) {
       break;
     }
   }
-  m->key = key;
-  m->site = site;
+  if (m != NULL) {
+    m->key = key;
+    m->site = site;
+  }
   return site;
 }
 
