@@ -103,8 +103,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    f"(default {planner.DEFAULT_REST_MAX_SIZE}, DPA 3.3.2)")
     p.add_argument("--min-align", choices=planner.MIN_ALIGNS, default="auto",
                    help="minimum alignment of grouped objects whose size is an odd multiple of 8: "
-                   "8 packs them closer (HALO); auto: 8 when every module the plan names was built "
-                   "by GCC, else 16 (clang assumes 16 of malloc and new) (default auto)")
+                   "8 packs them closer (HALO), and is only safe for a program that does not rely on malloc's "
+                   "16-byte alignment (no aligned vector stores, no tags in the 4 low bits of pointers); "
+                   "auto and 16: 16 (default auto)")
     g = p.add_argument_group("grouping (halo; coverage and gthresh also for callsite); see docs/planning.md")
     for f in fields(grouping.GroupingParams):
         g.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default,
