@@ -133,6 +133,8 @@ t0 = time.perf_counter()
 pid = os.fork()
 if pid == 0:
     signal.signal(signal.SIGINT, signal.SIG_IGN if inherited == signal.SIG_IGN else signal.SIG_DFL)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; an ignored one stays so across exec
+        signal.signal(sig, signal.SIG_DFL)
     try:
         os.execve(prog[0], prog, env)
     except OSError as e:

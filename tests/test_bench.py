@@ -507,3 +507,18 @@ def test_ignore_leaves_only_its_matches_out_of_the_output_check(tmp_path, capsys
     assert cli.main([*base, "--ignore", r"Time used: \d+ secs", "--", str(exe)]) == 0
     assert cli.main([*base, "--ignore", "(unclosed", "--", str(exe)]) == 2
     assert "is not a regular expression" in capsys.readouterr().err
+
+
+# counts the signals among SIGPIPE and SIGXFSZ that the shell started with ignored
+_SH_DISPOSITIONS = ["/bin/bash", "-c", "trap | grep -c -E 'PIPE|XFSZ' || true"]  # dash lists none
+
+
+@pytest.mark.parametrize("launcher", ["c", "python"])
+def test_launchers_start_programs_with_sigpipe_at_its_default(tmp_path, launcher):
+    """Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec: a
+    program started from a Python process must get them back at their defaults, or a writer
+    into a closed pipe prints "Broken pipe" and exits 1 instead of dying of SIGPIPE."""
+    cmd = bench.build_launcher(tmp_path) if launcher == "c" else bench.PYTHON_LAUNCHER
+    env = bench.program_env(dict(os.environ), {})
+    run = bench.run_once(_SH_DISPOSITIONS, env, tmp_path, "sig", cmd)
+    assert run.status.ok and run.stdout.read_text() == "0\n", run.stdout.read_text()

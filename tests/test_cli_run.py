@@ -132,3 +132,15 @@ def test_an_address_sanitizer_build_runs_unoptimized_and_is_refused_where_nothin
         r = cli(*command, "--", str(exe))
         assert r.returncode == 2, (command, r.stderr)
         assert b"built with AddressSanitizer" in r.stderr, (command, r.stderr)
+
+
+def test_run_starts_the_program_with_sigpipe_at_its_default(runtime_lib):
+    """`heaplayout run -- seq ... | head -1`: seq must die of SIGPIPE silently, as it does by
+    itself, not print "write error: Broken pipe" and exit 1 (Python ignores SIGPIPE, and an
+    ignored signal stays ignored across exec)."""
+    r = subprocess.run(f"{sys.executable} -m heaplayout.cli run --policy callsite -- seq 1 10000000 | head -1; "
+                       'echo "${PIPESTATUS[0]}"', shell=True, executable="/bin/bash", capture_output=True)
+    assert r.stdout.decode().split() == ["1", "141"], (r.stdout, r.stderr)
+    assert b"Broken pipe" not in r.stderr
+    traps = cli("run", "--policy", "off", "--", "/bin/bash", "-c", "trap")  # dash lists no inherited ones
+    assert b"PIPE" not in traps.stdout and b"XFSZ" not in traps.stdout, traps.stdout

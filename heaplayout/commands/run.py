@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import shutil
 import sys
 from pathlib import Path
@@ -134,6 +135,11 @@ def run_command(args: argparse.Namespace) -> int:
     full_env.update(env)
     if stdin is not None:
         redirect_stdin(stdin)
+    # Python starts with SIGPIPE and SIGXFSZ ignored, and an ignored signal stays ignored
+    # across exec: `heaplayout run -- seq 1 1000000 | head -1` made seq print "write error:
+    # Broken pipe" and exit 1 where it dies of SIGPIPE silently by itself
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
     try:
         os.execvpe(args.program[0], args.program, full_env)
     except FileNotFoundError:
