@@ -45,6 +45,52 @@ OPTION_DEFAULTS: dict[str, str] = {
 }
 
 
+# The ranges the runtime accepts (runtime/src/options.c, from runtime/src/tunables.h: a test
+# runs the runtime on each bound): (lowest, highest, must be a power of two). A value out of
+# range is refused here, before the program runs, instead of the runtime's "running
+# unoptimized" at start.
+OPTION_RANGES: dict[str, tuple[int, int, bool]] = {
+    "min_objects": (0, 1_000_000_000, False),
+    "max_size": (1, 32 << 10, False),  # HL_MAX_CLASS_SIZE
+    "chunk_size": (256 << 10, 64 << 20, True),  # HL_MIN_CHUNK_SIZE, HL_MAX_CHUNK_SIZE
+    "range": (64 << 20, 1 << 40, False),
+    "cc_block": (64, 2048, True),  # HL_MIN_CC_BLOCK, HL_MAX_CC_BLOCK
+    "chunk_colors": (1, 64, False),  # HL_CHUNK_COLORS
+    "spare_chunks": (0, 4096, False),  # HL_MAX_SPARE_CHUNKS
+    "span_bytes": (256, 1 << 20, False),  # HL_MIN_SPAN_BYTES, HL_MAX_SPAN_BYTES
+    "min_align": (8, 16, True),
+}
+_SIZE_UNITS = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+
+
+def parse_size(text: str) -> int | None:
+    """"123", "64K", "1M", "16G", "1T" (also "64KiB", "64KB", "100B"), as the runtime reads
+    them (options.c, parse_size); None when it is not one."""
+    import re
+    m = re.fullmatch(r"(\d+)([kKmMgGtT]?)(iB|B)?", text)
+    if m is None or (m.group(3) == "iB" and not m.group(2)):
+        return None
+    return int(m.group(1)) << _SIZE_UNITS[m.group(2).upper()]
+
+
+def _size_text(v: int) -> str:
+    for unit, shift in (("T", 40), ("G", 30), ("M", 20), ("K", 10)):
+        if v >= 1 << shift and v % (1 << shift) == 0:
+            return f"{v >> shift}{unit}"
+    return str(v)
+
+
+def option_problem(name: str, value: str) -> str | None:
+    """Why the runtime would refuse `value` for option `name`, or None."""
+    lo, hi, pow2 = OPTION_RANGES[name]
+    v = parse_size(value)
+    if v is None:
+        return f"{value!r} is not a number or size (examples: 100, 4K, 1M, 16G)"
+    if not lo <= v <= hi or (pow2 and v & (v - 1)):
+        return f"{value} is out of range: {_size_text(lo)} to {_size_text(hi)}{', a power of two' if pow2 else ''}"
+    return None
+
+
 @dataclass(frozen=True)
 class RuntimeConfig:
     """What a run under the runtime should use. Empty options keep the runtime's defaults."""
@@ -91,7 +137,16 @@ def runtime_env(config: RuntimeConfig) -> dict[str, str]:
         value = str(value)
         if not value or any(ch.isspace() for ch in value):
             raise ValueError(f"runtime option {name}={value!r} must be a non-empty value without spaces")
+        problem = option_problem(name, value)
+        if problem:
+            raise ValueError(f"--{name.replace('_', '-')} {problem}")
         env[OPTION_VARIABLES[name]] = value
+    chunk, rng = config.options.get("chunk_size"), config.options.get("range")
+    if chunk or rng:  # options.c: the range holds at least 16 chunks
+        c, r = parse_size(str(chunk or OPTION_DEFAULTS["chunk_size"])), parse_size(str(rng or OPTION_DEFAULTS["range"]))
+        if c and r and r < 16 * c:
+            raise ValueError(f"--range {rng or OPTION_DEFAULTS['range']} must hold at least 16 chunks of "
+                             f"--chunk-size {chunk or OPTION_DEFAULTS['chunk_size']}")
     if config.stats:
         env["HEAPLAYOUT_STATS"] = "1"
     if config.stats_json:

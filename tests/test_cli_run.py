@@ -78,6 +78,11 @@ def test_bad_option_value_is_rejected_before_running(runtime_lib):
 
 def test_bad_value_reaching_the_library_runs_unoptimized(runtime_lib):
     r = cli("run", "--max-size", "huge", "--", "sh", "-c", "echo still here")
+    assert r.returncode == 2 and b"--max-size 'huge' is not a number or size" in r.stderr and r.stdout == b""
+    # set in the environment by hand, the library says so and runs the program unoptimized
+    r = run_program(["sh", "-c", "echo still here"], env_extra={"LD_PRELOAD": str(runtime_lib),
+                                                               "HEAPLAYOUT_POLICY": "callsite",
+                                                               "HEAPLAYOUT_MAX_SIZE": "huge"})
     assert r.returncode == 0 and r.stdout == b"still here\n"
     assert r.stderr.count(b"HEAPLAYOUT_MAX_SIZE") >= 1 and b"unoptimized" in r.stderr
 

@@ -148,3 +148,28 @@ def test_plan_show_refuses_what_the_runtime_refuses(program, tmp_path):
     plan = write_plan(tmp_path / "p.plan", program, standard_selects(program) + ["select 1 0:0xffff00000000150f"])
     r = run_program(CLI + ["plan", "show", str(plan)])
     assert r.returncode == 1 and "frame offset 0xffff00000000150f: out of range" in r.stderr.decode()
+
+
+def test_the_cli_s_option_ranges_are_the_runtime_s(runtime_lib):
+    """runtime_env.OPTION_RANGES against the runtime's own check: each bound is accepted by
+    the runtime (no message) and one past it refused, so the CLI refuses exactly what the
+    runtime would have run unoptimized."""
+    from heaplayout.runtime_env import OPTION_RANGES, OPTION_VARIABLES, option_problem
+
+    def runtime_says(name: str, value: int) -> str:
+        env = {"LD_PRELOAD": str(runtime_lib), "HEAPLAYOUT_POLICY": "callsite", OPTION_VARIABLES[name]: str(value)}
+        if name == "chunk_size":
+            env["HEAPLAYOUT_RANGE"] = str(1 << 40)  # the range must hold 16 chunks
+        r = run_program(["/bin/sh", "-c", "echo ok"], env_extra=env)
+        assert r.returncode == 0 and r.stdout == b"ok\n"
+        return r.stderr.decode()
+
+    for name, (lo, hi, pow2) in OPTION_RANGES.items():
+        for good in (lo, hi):
+            assert "out of range" not in runtime_says(name, good), (name, good)
+            assert option_problem(name, str(good)) is None, (name, good)
+        for bad in ([lo - 1] if lo > 0 else []) + [hi * 2 if pow2 else hi + 1]:
+            assert "out of range" in runtime_says(name, bad), (name, bad)
+            assert "out of range" in option_problem(name, str(bad)), (name, bad)
+    r = run_program(CLI + ["run", "--chunk-size", "64K", "--", "true"])
+    assert r.returncode == 2 and b"--chunk-size 64K is out of range: 256K to 64M, a power of two" in r.stderr
