@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,31 +87,61 @@ class Mismatch:
         return f"OUTPUT MISMATCH: configuration {self.label!r} ({where}) differs from baseline {baseline!r}: {self.detail}"
 
 
-def files_state(paths: Sequence[Path]) -> tuple[str, ...]:
-    """What a run left in the files it writes (`--output-file`): each one's sha256, or
-    "missing". Compared with the reference run's like stdout, for programs whose result
-    is a file (a compressor, a compiler, `xsltproc -o`), where stdout alone checks nothing."""
+NOT_WRITTEN = "not written by this run"
+
+
+def files_snapshot(paths: Sequence[Path]) -> tuple[tuple[int, ...] | None, ...]:
+    """Each output file's identity and times before a run (None: absent), so that a file a
+    run did not write is not taken for its result: the one an earlier run left would match."""
     out = []
     for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def files_state(paths: Sequence[Path], before: tuple[tuple[int, ...] | None, ...] | None = None) -> tuple[str, ...]:
+    """What a run left in the files it writes (`--output-file`): each one's sha256,
+    "missing", or NOT_WRITTEN when it is as it was before the run (`before`, from
+    files_snapshot). Compared with the reference run's like stdout, for programs whose
+    result is a file (a compressor, a compiler, `xsltproc -o`), where stdout alone checks
+    nothing."""
+    now = files_snapshot(paths)
+    out = []
+    for i, path in enumerate(paths):
+        if now[i] is None:
+            out.append("missing")
+            continue
+        if before is not None and before[i] == now[i]:
+            out.append(NOT_WRITTEN)
+            continue
         try:
             h = hashlib.sha256()
             with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
             out.append(h.hexdigest())
-        except FileNotFoundError:
-            out.append("missing")
         except OSError as err:
             out.append(f"unreadable ({err.strerror})")
     return tuple(out)
+
+
+def files_unwritten(paths: Sequence[Path], state: tuple[str, ...]) -> list[Path]:
+    """The files a run (whose state this is) did not write."""
+    return [p for p, st in zip(paths, state) if st in ("missing", NOT_WRITTEN)]
 
 
 def files_difference(paths: Sequence[Path], ref: tuple[str, ...], now: tuple[str, ...]) -> str | None:
     """The first output file whose content differs from the reference run's, in words."""
     for path, a, b in zip(paths, ref, now):
         if a != b:
-            if b == "missing" or a == "missing":
-                return f"output file {path}: {'missing after this run' if b == 'missing' else 'written by this run only'}"
+            if b in ("missing", NOT_WRITTEN):
+                return f"output file {path}: {'missing after this run' if b == 'missing' else b}"
+            if a in ("missing", NOT_WRITTEN):
+                return f"output file {path}: written by this run, not by the baseline's"
             return f"output file {path} differs from the baseline run's (sha256 {a[:12]}..., got {b[:12]}...)"
     return None
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .bench_cachegrind import CacheCounts, CacheSpec, run_cachegrind
-from .bench_check import Mismatch, compare_run, files_state, stderr_tail
+from .bench_check import Mismatch, compare_run, files_snapshot, files_state, stderr_tail
 from .output_stability import unstable_patterns
 from .bench_config import BenchError, Config, config_env, program_env
 from .bench_launch import ExitStatus, RunResult, build_launcher, fmt_seconds, launcher_rss_floor, run_once, sha256_file
@@ -73,6 +73,7 @@ class BenchResult:
     # what times and ratios compare (timing_metric.py); decided from the runs under "auto"
     metric: MetricChoice = MetricChoice("wall", "wall time", None)
     output_files: list[Path] = field(default_factory=list)  # checked like stdout (--output-file)
+    reference_files: tuple[str, ...] = ()  # their states after the baseline's first run (bench_check.files_state)
 
     @property
     def baseline(self) -> ConfigResult:
@@ -165,13 +166,16 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
     kept: set[str] = set()  # labels whose first mismatching stdout is kept for the message
     output_files = list(output_files)
 
+    before: tuple = ()  # the output files as they were before the run being checked
+
     def check(label: str, rnd: int, is_warmup: bool, kind: str, status: ExitStatus, out: Path, err: Path,
               sha: str) -> None:
         nonlocal ref
-        files_now = files_state(output_files)
+        files_now = files_state(output_files, before)
         if ref is None:
             ref = (status, out, sha, files_now)
             bench.reference_status = status
+            bench.reference_files = files_now
             return
         diff = compare_run(ref[0], ref[1], ref[2], status, out, sha, output_files, ref[3], files_now)
         if diff is None:
@@ -205,6 +209,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
             # the last warm-up run of our configurations also writes the runtime's pool statistics
             stats_path = workdir / f"stats-{safe[label]}.json"
             env = {**env, "HEAPLAYOUT_STATS_JSON": str(stats_path)}
+        before = files_snapshot(output_files)
         run = run_once(program, env, workdir, tag, launcher, stdin=stdin)
         wall, status, rss, out, err = run.wall_s, run.status, run.maxrss_kib, run.stdout, run.stderr
         if stats_path is not None:
@@ -223,6 +228,7 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
         for c in configs:
             say(f"[bench] cachegrind {c.label} ...")
             tag = f"cachegrind-{safe[c.label]}"
+            before = files_snapshot(output_files)
             counts, events, status, out, err = run_cachegrind(program, envs[c.label], workdir, tag, cache,
                                                             stdin=stdin)
             results[c.label].cache, results[c.label].cache_events = counts, events

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .bench_check import compare_run, files_state, stderr_tail
+from .bench_check import compare_run, files_snapshot, files_state, stderr_tail
 from .bench_config import config_env, parse_config, program_env
 from .bench_launch import ExitStatus, build_launcher, run_once, sha256_file
 from .bench_run import read_runtime_stats
@@ -56,6 +56,7 @@ class CandidateRunner:
     def __call__(self, cand: Candidate, phase: str, rnd: int) -> Measurement:
         self.runs += 1
         tag = f"{phase}{rnd}-c{self.index[cand.label]}"
+        before = files_snapshot(self.output_files)
         run = run_once(self.program, self.envs[cand.label], self.workdir, tag, self.launcher, stdin=self.stdin)
         status, out, err = run.status, run.stdout, run.stderr
         wall = run_seconds(self.metric, run.wall_s, run.cpu_s)
@@ -63,7 +64,7 @@ class CandidateRunner:
         self.peak_rss_kib[cand.label].append(run.maxrss_kib)
         self.clock[cand.label].append((phase, rnd, run.wall_s, run.cpu_s))
         sha = self.digest(out)
-        files_now = files_state(self.output_files)
+        files_now = files_state(self.output_files, before)
         if self.reference is None:
             self.reference = (cand.label, status, out, sha, files_now)
             return Measurement(wall, wall_s=clock)

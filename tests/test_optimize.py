@@ -312,4 +312,34 @@ def test_an_output_file_not_the_same_twice_stops_before_profiling(tmp_path):
     assert b"stage 1/4" not in r.stderr
     r = optimize("--budget", "60", "--no-report", "--output-file", str(tmp_path / "never"), "-o",
                  str(tmp_path / "o2"), "--", str(exe), str(out))
-    assert r.returncode == 1 and b"wrote none of the --output-file files" in r.stderr, r.stderr.decode()
+    assert r.returncode == 1 and b"did not write" in r.stderr, r.stderr.decode()
+
+
+def test_a_run_that_does_not_write_its_output_file_is_caught(runtime_lib, tmp_path):
+    """Under mimalloc the program exits without writing its result file: the file an earlier
+    run left must not pass for its result (bench and optimize compared it, and optimize
+    recommended mimalloc alone)."""
+    exe = _compile(tmp_path, "skipwrite",
+                   'int main(int argc, char **argv) { const char *pre = getenv("LD_PRELOAD"); '
+                   'if (pre && strstr(pre, "mimalloc")) return 0; long s = 0; for (int i = 0; i < 20000; i++) '
+                   '{ long *p = malloc(40); p[0] = i; s += p[0]; free(p); } FILE *f = fopen(argv[1], "w"); '
+                   'fprintf(f, "%ld\\n", s); fclose(f); return 0; }\n')
+    result = tmp_path / "result.txt"
+    bench = run_program(CLI + ["bench", "--runs", "2", "--warmup", "0", "--config", "glibc,mimalloc",
+                               "--output-file", str(result), "--", str(exe), str(result)])
+    assert bench.returncode == 1 and b"not written by this run" in bench.stderr, bench.stderr.decode()
+    r = optimize("--allocator", "glibc,mimalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
+                 "--budget", "60", "--no-report", "--output-file", str(result), "-o", str(tmp_path / "o"), "--",
+                 str(exe), str(result))
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads((tmp_path / "o" / "optimize.json").read_text())
+    assert "mimalloc" not in doc["recommendation"]["config"]
+    # a file the program alone never writes: bench warns, optimize stops in stage 0
+    stale = tmp_path / "stale.txt"
+    stale.write_text("old\n")
+    bench = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", "glibc",
+                               "--output-file", str(stale), "--", "/bin/true"])
+    assert bench.returncode == 0 and b"did not write" in bench.stderr, bench.stderr.decode()
+    r = optimize("--budget", "60", "--no-report", "--output-file", str(stale), "-o", str(tmp_path / "o2"), "--",
+                 "/bin/true")
+    assert r.returncode == 1 and b"did not write" in r.stderr, r.stderr.decode()

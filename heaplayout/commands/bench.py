@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import bench as engine
 from .. import elf, paths
-from ..bench_check import check_patterns, ignoring_digest, normalizer
+from ..bench_check import check_patterns, files_unwritten, ignoring_digest, normalizer
 from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
 from ..target import resolve_program_option
@@ -165,6 +165,10 @@ def _report_failures(bench: engine.BenchResult, name: str = "") -> None:
             print(prefix + "its runs differed only in tokens of these lines (timings?); to leave them out of the "
                   "check, run again with " + " ".join(f"--ignore {shlex.quote(m)}" for m in bench.baseline_masks),
                   file=sys.stderr)
+    unwritten = files_unwritten(bench.output_files, bench.reference_files)
+    if unwritten:
+        print(prefix + f"warning: the baseline's first run did not write {', '.join(map(str, unwritten))} "
+              "(--output-file): those files were not checked", file=sys.stderr)
     if bench.reference_status is not None and not bench.reference_status.ok:
         print(prefix + f"warning: the baseline's first run did not exit 0: {bench.reference_status.describe()}",
               file=sys.stderr)

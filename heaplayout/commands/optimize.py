@@ -35,7 +35,8 @@ import shutil
 from pathlib import Path
 
 from .. import allocators, elf, paths
-from ..bench_check import (check_patterns, files_difference, files_state, first_difference, ignoring_digest, normalizer,
+from ..bench_check import (check_patterns, files_difference, files_snapshot, files_state, files_unwritten,
+                           first_difference, ignoring_digest, normalizer,
                            stderr_tail)
 from ..bench_config import BenchError, config_env, parse_config, program_env, resolve_program
 from ..bench_launch import build_launcher, fmt_seconds, run_once
@@ -394,8 +395,9 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
         output_files = output_files or []
         runs, files = [], []
         for i in (1, 2):
+            before = files_snapshot(output_files)
             runs.append(run_once(program, env, tmp, f"ref{i}", launcher, stdin=stdin))
-            files.append(files_state(output_files))
+            files.append(files_state(output_files, before))
         clock = [(r.wall_s, r.cpu_s) for r in runs]
         status1, out1 = runs[0].status, runs[0].stdout
         status2, out2, err2 = runs[1].status, runs[1].stdout, runs[1].stderr
@@ -410,8 +412,10 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
             raise _Unstable(f"two runs of the program alone wrote different files ({changed.replace('baseline', 'first')}): "
                             "optimize cannot check its configurations against them; leave out --output-file for "
                             "a file that is not the same twice")
-        if files[0] and all(state == "missing" for state in files[0]):
-            raise _Unstable(f"the program alone wrote none of the --output-file files ({', '.join(map(str, output_files))})")
+        unwritten = files_unwritten(output_files, files[0]) or files_unwritten(output_files, files[1])
+        if unwritten:
+            raise _Unstable(f"the program alone did not write {', '.join(map(str, unwritten))} (an --output-file): "
+                            "optimize cannot check its configurations' results there")
         normalize = normalizer(ignore)
         a, b = normalize(out1.read_bytes()), normalize(out2.read_bytes())
         if a == b:
