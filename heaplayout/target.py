@@ -126,6 +126,14 @@ def read_census(directory: Path, command: str | None) -> Census:
     return Census([p for p in procs if p.exe], command)
 
 
+def _kill_tree(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
 def take_census(argv: Sequence[str], *, stdin: Path | None = None, env: dict[str, str] | None = None,
                 timeout: float | None = None) -> Census:
     """Run `argv` once with the runtime under policy `off` in every process (no
@@ -146,11 +154,12 @@ def take_census(argv: Sequence[str], *, stdin: Path | None = None, env: dict[str
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
+                _kill_tree(proc)
+            except BaseException:
+                # interrupted (Ctrl-C reaches our process group only, not its session): the
+                # tree must not run on, orphaned, beside whatever the user does next
+                _kill_tree(proc)
+                raise
         finally:
             if stdin is not None:
                 stdin_f.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sys
+
+import pytest
 from pathlib import Path
 
 from conftest import run_program
@@ -201,3 +203,27 @@ def test_profile_through_an_elf_launcher_by_default(build_dir, runtime_lib, tmp_
                            "0", str(worker), "list"], timeout=300)
     assert r.returncode == 0 and b"CPU time by executable" not in r.stderr, r.stderr.decode()
     assert Path(read_profile(prof).header["exe"]).name == "nice" or not read_profile(prof).complete
+
+
+def test_an_interrupted_census_leaves_no_process_behind(runtime_lib, tmp_path):
+    """The census runs the command in a session of its own (so that a timeout kills the whole
+    tree); Ctrl-C reaches only heaplayout's group, and the command ran on, orphaned."""
+    import signal
+    import subprocess
+    import time
+    marker = "37.7331"  # a sleep no other test runs
+    proc = subprocess.Popen([sys.executable, "-m", "heaplayout.cli", "profile", "-o", str(tmp_path / "p.prof"),
+                             "--", "sleep", marker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # until the census has started the command
+        if subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("the census never started the command")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) in (130, -signal.SIGINT)
+    time.sleep(0.5)
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True)
+    assert left.returncode != 0, left.stdout
