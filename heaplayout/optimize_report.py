@@ -110,8 +110,11 @@ def recommendation_env(cand: Candidate, program: list[str], target: str | None =
 
 
 def env_file_text(env: dict[str, str]) -> str:
-    lines = ["# heaplayout optimize: the recommended configuration's environment (NAME=value lines)"]
-    lines += [f"{k}={v}" for k, v in env.items()]
+    """NAME=value lines, a value shell-quoted where it needs it (a path with a space), so
+    that `set -a; . ./recommended.env; set +a` sets them as they are."""
+    lines = ["# heaplayout optimize: the recommended configuration's environment (NAME=value lines, shell-quoted);",
+             "# use: (set -a; . ./recommended.env; exec PROG ARGS)"]
+    lines += [f"{k}={shlex.quote(v)}" for k, v in env.items()]
     if not env:
         lines.append("# nothing to set: the program is best run as it is (glibc)")
     return "\n".join(lines) + "\n"

@@ -343,3 +343,17 @@ def test_a_run_that_does_not_write_its_output_file_is_caught(runtime_lib, tmp_pa
     r = optimize("--budget", "60", "--no-report", "--output-file", str(stale), "-o", str(tmp_path / "o2"), "--",
                  "/bin/true")
     assert r.returncode == 1 and b"did not write" in r.stderr, r.stderr.decode()
+
+
+def test_the_environment_file_sets_paths_with_spaces_as_they_are(tmp_path):
+    """recommended.env's values are shell-quoted where needed: a plan in a directory with a
+    space was written bare, and sourcing the file ran `dir/list` as a command."""
+    import subprocess
+    from heaplayout.optimize_report import env_file_text
+    env = {"LD_PRELOAD": "/x/libheaplayout.so", "HEAPLAYOUT_PLAN": "/tmp/sp dir/list prog.halo.plan",
+           "HEAPLAYOUT_PROGRAM": "/tmp/sp dir/it's"}
+    f = tmp_path / "recommended.env"
+    f.write_text(env_file_text(env))
+    out = subprocess.run(["bash", "-c", f'(set -a; . "{f}"; exec env)'], capture_output=True, text=True, check=True)
+    got = dict(line.split("=", 1) for line in out.stdout.splitlines() if line.startswith(("LD_PRELOAD=", "HEAPLAYOUT_")))
+    assert got == env

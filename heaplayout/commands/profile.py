@@ -301,6 +301,11 @@ def _profile_self(args: argparse.Namespace, env: dict[str, str], stdin: Path | N
             shutil.move(str(own), out)  # cut (killed, or exec'd): the reader says so
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if rc in (-signal.SIGINT, -signal.SIGTERM) and os.path.exists(out):
+        # a server profiled until Ctrl-C is a use, so the profile stays; but it is of the run
+        # up to the signal, which the user should know before planning from it
+        print(f"heaplayout profile: the program was stopped by {signal.Signals(-rc).name}: {out} covers its run "
+              "up to then", file=sys.stderr)
     if rc < 0:  # die by the program's signal, as the program did
         sys.stdout.flush()
         sys.stderr.flush()
