@@ -240,3 +240,15 @@ def test_hovering_a_heatmap_cell_says_what_it_holds(page: Path, tmp_path: Path):
     said = dom.tags["body"][0].get("data-probe", "")
     assert re.fullmatch(r"references [\d,]+–[\d,]+, addresses .+: (\d+) references", said), said
     assert said.endswith(f": {n} references"), (said, n)
+
+
+def test_a_profile_without_heap_accesses_gives_a_page(tmp_path: Path):
+    """/bin/true touches no heap object: the affinity section said nothing to draw and then
+    read counts it had not returned (KeyError: 'contexts')."""
+    prof = tmp_path / "true.prof"
+    r = heaplayout("profile", "-o", str(prof), "--", "/bin/true", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "t.html"
+    r = heaplayout("report", "--profile", str(prof), "-o", str(out), cwd=tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "no accessed contexts" in out.read_text()

@@ -49,7 +49,9 @@ def affinity_svg(profile: Profile, group_of: dict[int, int] | None) -> tuple[str
                     key=lambda c: (-c.accesses, c.id))
     shown = ranked[:GRAPH_MAX_NODES]
     if not shown:
-        return '<p class="empty">The profile has no accessed contexts.</p>', {"nodes": 0, "edges": 0, "groups": 0}
+        return '<p class="empty">The profile has no accessed contexts.</p>', {
+            "nodes": 0, "edges": 0, "groups": 0, "contexts": len(profile.contexts),
+            "affinity_edges": len(profile.affinity)}
     max_acc = max(1, max(c.accesses for c in shown))
     nodes = {c.id: Node(c.id, groups.get(c.id, 0), r=4 + 14 * math.sqrt(c.accesses / max_acc)) for c in shown}
     clusters: dict[int, list[Node]] = {}
