@@ -12,18 +12,18 @@ import os
 from pathlib import Path
 
 
-def check_stdin_file(path: str | os.PathLike | None) -> Path | None:
+def check_stdin_file(path: str | os.PathLike | None, option: str = "--stdin") -> Path | None:
     """The absolute path of a --stdin file after checking that it can be read (ValueError
-    with the reason otherwise); None when no file was given."""
+    with the reason, naming `option`, otherwise); None when no file was given."""
     if path is None:
         return None
     p = Path(path).expanduser()
     if not p.exists():
-        raise ValueError(f"--stdin file not found: {path}")
+        raise ValueError(f"{option} file not found: {path}")
     if p.is_dir():
-        raise ValueError(f"--stdin {path} is a directory, not a file")
+        raise ValueError(f"{option} {path} is a directory, not a file")
     if not os.access(p, os.R_OK):
-        raise ValueError(f"--stdin file {path} is not readable")
+        raise ValueError(f"{option} file {path} is not readable")
     return Path(os.path.abspath(p))
 
 

@@ -143,6 +143,27 @@ def test_usage_errors():
     assert r.returncode == 2 and b"--runs must be at least 5" in r.stderr
 
 
+def test_bad_output_directory_profile_and_training_stdin_are_usage_errors(tmp_path):
+    """One line and exit 2, before anything runs (a file as -o was a FileExistsError
+    traceback, a plan given as --profile was planned three times and failed each)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    cases = [(["-o", str(afile)], b"is a file"), (["-o", "/proc/nope"], b"cannot make the output directory"),
+             (["--profile", str(afile)], b"is not a heaplayout profile"),
+             (["--train-stdin", str(tmp_path / "none")], b"--train-stdin file not found")]
+    for extra, message in cases:
+        r = optimize(*extra, "--", "true")
+        assert r.returncode == 2 and message in r.stderr and b"Traceback" not in r.stderr, (extra, r.stderr)
+    d = tmp_path / "d"
+    d.mkdir()
+    for argv, message in ((["run", "--stats-json", str(d), "--", "true"], b"is a directory"),
+                          (["profile", "-o", str(d), "--", "true"], b"is a directory"),
+                          (["plan", "-o", str(d), str(afile)], b"is a directory")):
+        r = run_program(CLI + argv)
+        assert r.returncode == 2 and message in r.stderr, (argv, r.stderr)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["afile", "d"] and not any(d.iterdir())
+
+
 def _compile(tmp_path: Path, name: str, body: str) -> Path:
     import subprocess
 

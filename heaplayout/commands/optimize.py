@@ -38,6 +38,7 @@ from .. import allocators, elf, paths
 from ..bench_check import (check_patterns, files_difference, files_snapshot, files_state, files_unwritten,
                            first_difference, ignoring_digest, normalizer,
                            stderr_tail)
+from ..profile_reader import read_header
 from ..bench_config import BenchError, config_env, parse_config, program_env, resolve_program
 from ..bench_launch import build_launcher, fmt_seconds, run_once
 from ..output_stability import unstable_patterns
@@ -201,7 +202,7 @@ def optimize_command(args: argparse.Namespace) -> int:
             raise UsageError(f"{program[0]} is statically linked: neither an allocator nor the runtime can be "
                              "preloaded into it, so every configuration would run its own malloc; nothing to choose")
         stdin = check_stdin_file(args.stdin)
-        train_stdin = check_stdin_file(args.train_stdin) if args.train_stdin else stdin
+        train_stdin = check_stdin_file(args.train_stdin, "--train-stdin") if args.train_stdin else stdin
         allocs = _allocator_list(args.allocator)
         strategies = _strategy_list(args.strategies)
         settings = _settings(args)
@@ -217,10 +218,18 @@ def optimize_command(args: argparse.Namespace) -> int:
         given_profile = Path(args.profile).resolve() if args.profile else None
         if given_profile is not None and not given_profile.is_file():
             raise UsageError(f"profile not found: {args.profile}")
+        if given_profile is not None and not read_header(given_profile):
+            raise UsageError(f"--profile {args.profile} is not a heaplayout profile (heaplayout profile writes one)")
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"the output directory {out} is a file; choose another with -o")
     except (UsageError, BenchError, ValueError, paths.MissingArtifact) as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        print(f"{PROG}: cannot make the output directory {out}: {err.strerror}", file=sys.stderr)
+        return 2
     # 0. before anything long: does the program run, and is its output the same twice?
     try:
         derived, clock = _reference_runs(program, stdin, allocs[0], ignore, not args.no_auto_ignore, output_files)

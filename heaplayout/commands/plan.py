@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -133,6 +134,9 @@ def plan_command(args: argparse.Namespace) -> int:
                                      args.allocator, args.line)
     if len(args.inputs) != 1 or not args.output:
         print("heaplayout plan: usage: heaplayout plan [options] PROFILE -o PLAN", file=sys.stderr)
+        return 2
+    if os.path.isdir(args.output):
+        print(f"heaplayout plan: -o {args.output} is a directory; give the plan file's name", file=sys.stderr)
         return 2
     try:
         gp = grouping.GroupingParams(**{f.name: getattr(args, f.name) for f in fields(grouping.GroupingParams)})

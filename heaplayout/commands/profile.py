@@ -166,6 +166,9 @@ def profile_command(args: argparse.Namespace) -> int:
               "through the dynamic loader, which this program does not use, so the profile will hold no heap "
               "objects", file=sys.stderr)
     out = os.path.abspath(args.output or "heaplayout.profile")
+    if os.path.isdir(out):
+        print(f"heaplayout profile: -o {args.output} is a directory; give the profile file's name", file=sys.stderr)
+        return 2
     where = os.path.dirname(out)
     if not os.path.isdir(where) or not os.access(where, os.W_OK | os.X_OK):
         print(f"heaplayout profile: cannot write the profile into {where}: "

@@ -107,6 +107,10 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"heaplayout run: {refusal}", file=sys.stderr)
         return 2
     if args.stats_json:
+        if os.path.isdir(args.stats_json):
+            print(f"heaplayout run: --stats-json {args.stats_json} is a directory; give the file's name "
+                  "(%p in it becomes each process's pid)", file=sys.stderr)
+            return 2
         env["HEAPLAYOUT_STATS_JSON"] = os.path.abspath(args.stats_json)
     if args.program or target:
         env = for_program(env, args.program[0] if args.program else "", target)

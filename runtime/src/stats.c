@@ -207,7 +207,10 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
   out_printf(&o, "}\n");
   out_flush(&o);
   close(o.fd);
-  rename(tmp, path);
+  if (rename(tmp, path) != 0) { /* a directory there, say: no orphan next to it */
+    unlink(tmp);
+    hl_message("cannot write statistics to %s (it is a directory, or cannot be replaced)", path);
+  }
 }
 
 static void write_table(const pool_totals *t, unsigned npools) {
