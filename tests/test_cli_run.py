@@ -149,3 +149,11 @@ def test_run_starts_the_program_with_sigpipe_at_its_default(runtime_lib):
     assert b"Broken pipe" not in r.stderr
     traps = cli("run", "--policy", "off", "--", "/bin/bash", "-c", "trap")  # dash lists no inherited ones
     assert b"PIPE" not in traps.stdout and b"XFSZ" not in traps.stdout, traps.stdout
+
+
+def test_simulate_refuses_a_plan_the_runtime_would_refuse(tmp_path):
+    """It ran the program unoptimized and labelled the result with the plan (exit 0)."""
+    bad = tmp_path / "bad.plan"
+    bad.write_text("heaplayout-plan 1\nstrategy halo\n")
+    r = cli("simulate", "--plan", str(bad), "--", "true")
+    assert r.returncode == 2 and b"truncated" in r.stderr, r.stderr

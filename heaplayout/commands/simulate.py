@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .. import allocators, elf, paths
+from ..plan_format import plan_refusal
 from ..program_input import check_stdin_file
 from ..sim_clocks import DEFAULT_SCALE
 from ..target import resolve_program_option
@@ -149,6 +150,9 @@ def simulate_command(args: argparse.Namespace) -> int:
     try:
         opts = options_from_args(args)
         opts.client_env()  # validate the layout settings before the long run
+        refusal = plan_refusal(args.plan) if args.plan else None
+        if refusal is not None:  # the runtime would refuse it and simulate glibc under the plan's name
+            raise ValueError(refusal)
         stdin = check_stdin_file(args.stdin)
         exe = shutil.which(args.program[0])
         sanitized = elf.sanitizer(Path(exe)) if exe else None
