@@ -157,3 +157,17 @@ def test_simulate_refuses_a_plan_the_runtime_would_refuse(tmp_path):
     bad.write_text("heaplayout-plan 1\nstrategy halo\n")
     r = cli("simulate", "--plan", str(bad), "--", "true")
     assert r.returncode == 2 and b"truncated" in r.stderr, r.stderr
+
+
+def test_cpu_time_in_the_statistics_is_the_program_s_alone(runtime_lib, tmp_path):
+    """exec keeps a process's CPU time: `heaplayout run`'s own start-up in Python (about
+    0.5 s) was counted in `cpu_s` of a program that takes 2 ms."""
+    import json
+    stats = tmp_path / "s.json"
+    py = cli("run", "--stats-json", str(stats), "--", sys.executable, "-c", "import json, re, sqlite3")
+    assert py.returncode == 0
+    own = json.loads(stats.read_text())["cpu_s"]
+    r = cli("run", "--stats-json", str(stats), "--", "ls", "/")
+    assert r.returncode == 0
+    ls = json.loads(stats.read_text())["cpu_s"]
+    assert 0 <= ls < 0.05 and ls < own, (ls, own)

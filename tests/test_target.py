@@ -216,7 +216,7 @@ def test_an_interrupted_census_leaves_no_process_behind(runtime_lib, tmp_path):
                              "--", "sleep", marker], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # until the census has started the command
-        if subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).returncode == 0:
+        if subprocess.run(["pgrep", "-f", f"^sleep {marker}"], capture_output=True).returncode == 0:
             break
         time.sleep(0.1)
     else:
@@ -225,5 +225,5 @@ def test_an_interrupted_census_leaves_no_process_behind(runtime_lib, tmp_path):
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) in (130, -signal.SIGINT)
     time.sleep(0.5)
-    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True)
+    left = subprocess.run(["pgrep", "-f", f"^sleep {marker}"], capture_output=True)
     assert left.returncode != 0, left.stdout
