@@ -378,3 +378,14 @@ def test_the_environment_file_sets_paths_with_spaces_as_they_are(tmp_path):
     out = subprocess.run(["bash", "-c", f'(set -a; . "{f}"; exec env)'], capture_output=True, text=True, check=True)
     got = dict(line.split("=", 1) for line in out.stdout.splitlines() if line.startswith(("LD_PRELOAD=", "HEAPLAYOUT_")))
     assert got == env
+
+
+def test_two_optimize_runs_do_not_share_an_output_directory(tmp_path):
+    import fcntl
+    out = tmp_path / "o"
+    out.mkdir()
+    with open(out / ".optimize.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a running optimize holds it
+        r = optimize("--budget", "30", "--no-report", "-o", str(out), "--", "true")
+    assert r.returncode == 2 and b"another heaplayout optimize is writing into" in r.stderr, r.stderr
+    assert not (out / "optimize.json").exists()

@@ -230,6 +230,11 @@ def optimize_command(args: argparse.Namespace) -> int:
     except OSError as err:
         print(f"{PROG}: cannot make the output directory {out}: {err.strerror}", file=sys.stderr)
         return 2
+    lock = _lock_output(out)
+    if lock is None:
+        print(f"{PROG}: another heaplayout optimize is writing into {out}; wait for it, or choose another "
+              "directory with -o", file=sys.stderr)
+        return 2
     # 0. before anything long: does the program run, and is its output the same twice?
     try:
         derived, clock = _reference_runs(program, stdin, allocs[0], ignore, not args.no_auto_ignore, output_files)
@@ -386,6 +391,20 @@ def _output_hint(unstable: dict[str, list[str] | None]) -> str | None:
 
 class _Unstable(Exception):
     """Two runs of the program alone differ in a way optimize cannot check around."""
+
+
+def _lock_output(out: Path):
+    """An exclusive lock on the output directory for this process's life (the open file), or
+    None when another optimize holds it: two runs into one directory overwrote each other's
+    evidence, and each printed paths to files the other had written."""
+    import fcntl
+    f = open(out / ".optimize.lock", "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return None
+    return f
 
 
 def _reference_runs(program: list[str], stdin: Path | None, allocator: str, ignore: list[str],
