@@ -389,3 +389,17 @@ def test_two_optimize_runs_do_not_share_an_output_directory(tmp_path):
         r = optimize("--budget", "30", "--no-report", "-o", str(out), "--", "true")
     assert r.returncode == 2 and b"another heaplayout optimize is writing into" in r.stderr, r.stderr
     assert not (out / "optimize.json").exists()
+
+
+def test_most_candidates_dropped_for_their_output_is_said(runtime_lib, tmp_path):
+    """A program that aborts under any preloaded library passes stage 0 (glibc alone twice)
+    and loses every other candidate: the recommendation of glibc then says nothing about
+    speed, and optimize says why instead of "no strategy reached the confirmation"."""
+    exe = _compile(tmp_path, "preloadabort", 'int main(void) { const char *p = getenv("LD_PRELOAD"); '
+                                             'puts("hello"); fflush(stdout); if (p && *p) abort(); return 0; }\n')
+    r = optimize("--allocator", "glibc,jemalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
+                 "--budget", "60", "--no-report", "-o", str(tmp_path / "o"), "--", str(exe))
+    assert r.returncode == 0, r.stderr.decode()
+    doc = json.loads((tmp_path / "o" / "optimize.json").read_text())
+    assert any("3 of 4 candidates were dropped" in n and "SIGABRT" in n for n in doc["notes"]), doc["notes"]
+    assert b"warning: 3 of 4 candidates were dropped" in r.stderr

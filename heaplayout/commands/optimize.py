@@ -332,6 +332,15 @@ def optimize_command(args: argparse.Namespace) -> int:
         if runner.reference_status is not None and not runner.reference_status.ok:
             run.notes.append(f"the reference run did not exit 0 ({runner.reference_status.describe()}): every "
                              "candidate was compared with a failing run")
+        differed = [label for label, e in run.search.eliminated.items() if "output differs" in e.reason]
+        if len(differed) * 2 > len(candidates):
+            # a program that crashes now and then, or prints what changes from run to run,
+            # passed stage 0 by luck: the "recommendation" then only means the reference's runs agreed
+            run.notes.append(f"{len(differed)} of {len(candidates)} candidates were dropped because a run's output or "
+                             "exit status differed from the reference run's (e.g. " +
+                             run.search.eliminated[differed[0]].reason + "): the program may not behave the same "
+                             "from run to run; check it with `heaplayout bench --runs 9` on the allocator alone")
+            _say(f"warning: {run.notes[-1]}")
     finally:
         if args.keep_temp:
             _say(f"kept {tmp}")
