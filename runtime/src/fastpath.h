@@ -166,7 +166,8 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
     const hl_tpool *tp = e->tp;
     if (size > tp->direct_max) /* as hl_alloc_try decides (the full path cost ~20 more) */
       return size > tp->max_size || size > hl_state.opt.max_size ? HL_FORWARD : NULL;
-    list = (hl_free_slot **)&tp->head[tp->classes[(size + 7) >> 3]].free;
+    list = tp->direct[(size + 7) >> 3];
+    hl_assert(list == &tp->head[hl_size_class_in(tp->classes, size)].free);
   }
   hl_free_slot *obj;
 #if defined(__x86_64__)

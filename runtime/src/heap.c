@@ -168,6 +168,7 @@ hl_tpool *hl_tpool_create(hl_heap *heap, uint16_t pool) {
   tp->heap = heap;
   tp->pool = pool;
   tp->classes = hl_pool_classes(pool);
+  hl_tpool_direct_init(tp);
   tp->counting = hl_state.opt.stats | (hl_state.opt.stats_json[0] != 0);
   /* a plan's group keeps HALO's allocation order across sizes unless the plan marks it
    * `spans` (docs/planning.md, "a group's sizes interleaved or apart") */

@@ -45,6 +45,7 @@ static void pool_init(Pool *pd, size_t align, int bump_only) {
    * 0 (the default) and 9..16 keep malloc's 16, what clang assumes of any allocation. */
   int eight = align >= 1 && align <= 8;
   ap->tp.classes = eight ? hl_classes_packed : hl_classes_16;
+  hl_tpool_direct_init(&ap->tp);
   ap->tp.no_reuse = (uint8_t)bump_only;
   ap->tp.counting = 1; /* its statistics are added up when it is destroyed (and no_reuse is out of line) */
   ap->tp.max_size = HL_MAX_CLASS_SIZE;
