@@ -611,6 +611,54 @@ typedef struct hl_trace {
 } hl_trace;
 
 unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr);
+/* The same walk taken one collected frame at a time, for a caller that can stop as soon as
+ * the frames so far decide (PreFix: prefix.c). hl_unwind_collect is this walk run until it
+ * has `want` frames, so both collect the same frames in the same steps. */
+#define HL_WALK_MAX_FRAMES 16u /* frames one walk collects at most (a plan rule has up to 16) */
+typedef struct hl_walk {
+  hl_frame f;            /* the frame the walk stands at */
+  const void *rule;      /* the unwinder's cached rule at f.pc, once f was looked at */
+  uintptr_t *out;        /* the frames collected: out[0..n) */
+  hl_trace *tr;          /* NULL, or the steps appended as hl_unwind_collect records them */
+  unsigned n, steps;
+  uint8_t looked, ended;
+  uintptr_t fns[HL_WALK_MAX_FRAMES]; /* the collected frames' functions (`recursion function`) */
+} hl_walk;
+void hl_walk_start(hl_walk *w, hl_frame f, uintptr_t *out, hl_trace *tr);
+int hl_walk_next(hl_walk *w); /* 1: out[n - 1] is a new frame; 0: the walk ended */
+
+/* A rule naming a chain of return addresses, innermost first: the plan's select rules
+ * (plan.c) and PreFix's prefix_select rules (prefix.c). Sorted by hl_frame_rule_before (in
+ * the order of their frames, a rule before the longer ones it begins), the rules that share
+ * a chain's first k frames are one run, which hl_frame_rules_narrow narrows by frame k. */
+typedef struct hl_frame_rule {
+  union {
+    uint16_t group; /* plan.c: 0 ungrouped (a longer chain that must not be grouped) */
+    uint16_t site;  /* prefix.c: 0 not a PreFix site */
+  };
+  uint8_t nframes;
+  uintptr_t frames[HL_WALK_MAX_FRAMES]; /* absolute return addresses */
+} hl_frame_rule;
+int hl_frame_rule_before(const void *a, const void *b); /* plan.c */
+/* The rules in [*lo, *hi) share frames 0..k-1 and are longer than k: keeps those whose
+ * frame k is pc (two binary searches). */
+static inline void hl_frame_rules_narrow(const hl_frame_rule *r, unsigned k, uintptr_t pc, uint32_t *lo,
+                                         uint32_t *hi) {
+  uint32_t a = *lo, b = *hi;
+  while (a < b) { /* the first rule with frames[k] >= pc */
+    uint32_t m = a + (b - a) / 2;
+    if (r[m].frames[k] < pc) a = m + 1;
+    else b = m;
+  }
+  uint32_t c = a, d = *hi;
+  while (c < d) { /* the first rule with frames[k] > pc */
+    uint32_t m = c + (d - c) / 2;
+    if (r[m].frames[k] <= pc) c = m + 1;
+    else d = m;
+  }
+  *lo = a;
+  *hi = c;
+}
 void hl_unwind_rule(uintptr_t pc, hl_step_rule *out); /* the cached rule at pc */
 int hl_unwind_function_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi); /* dpa: pc's function's code */
 
@@ -738,13 +786,22 @@ typedef struct hl_plan_chain_set {
  * speculated decisions with 16 slots, 583k with 256, placement 12.4% vs 12.2%). */
 #define HL_PLAN_SPEC_SLOTS 256u
 
-/* Per-thread memo of PreFix's identified chains (prefix.c, site_of): hash of the chain's
- * frames -> PreFix site. 1024 entries, 16 KiB per heap, touched only under a PreFix plan. */
-#define HL_PREFIX_MEMO_BITS 10u
-typedef struct hl_prefix_memo {
-  uint64_t key; /* 0: empty */
-  uint16_t site;
-} hl_prefix_memo;
+/* Per-thread cache of PreFix's identified chains (prefix.c, site_of), as the plan's chain
+ * cache (hl_chain_node) with a PreFix site for the answer: a node per return address met
+ * on the way to the step that decided, keyed by the hash of the return addresses up to it
+ * (hl_chain_key), two ways per slot. A PreFix plan names every profiled context, so its
+ * chains are many more than a HALO plan's walk sites: on yosys's training input (5,922
+ * rules) the runtime executed 2,249M instructions with 2,048 nodes, 2,093M with 8,192 and
+ * 2,024M with 32,768 (mimalloc alone 1,165M; docs/results.md section 29). 8,192 nodes
+ * are 192 KiB per heap, touched only under a PreFix plan. */
+#define HL_PREFIX_NODE_BITS 13u
+#define HL_PREFIX_NODES (1u << HL_PREFIX_NODE_BITS)
+typedef struct hl_prefix_node {
+  uint64_t key;      /* 0: empty */
+  hl_step_rule rule; /* not decided: how to step from this node's return address */
+  uint16_t site;     /* decided: the site (0: not a PreFix site) */
+  uint8_t decided;
+} hl_prefix_node;
 
 /* A heap outlives its thread: when the thread exits, its chunks are released or abandoned
  * (owner NULL), its caches are cleared, and the heap with its thread-pools (and their
@@ -759,7 +816,7 @@ struct hl_heap {
   hl_plan_chain_set plan_chains[HL_PLAN_CHAIN_SETS];
   hl_plan_speculation plan_spec[HL_PLAN_SPEC_SLOTS];
   hl_trace walk_trace;            /* the walk in progress (plan.c): 1.5 KiB, off the program's stack */
-  hl_prefix_memo prefix_memo[1u << HL_PREFIX_MEMO_BITS];
+  hl_prefix_node prefix_nodes[HL_PREFIX_NODES];
   uint64_t plan_speculated;       /* decisions given by plan_spec without a walk (statistics) */
   struct hl_heap *next_heap;      /* registry of every heap made, for statistics */
   struct hl_heap *next_free;      /* free list of heaps whose thread exited */
@@ -919,7 +976,7 @@ int hl_prefix_first_frame(uintptr_t pc);  /* a rule of a site whose counter may 
 int hl_prefix_live(void);                 /* some counter may still place */
 typedef struct hl_prefix_stats_t {
   uint64_t region_bytes, slots, taken, refused_site, refused_size, refused_busy, refused_thread, cut, freed, moved,
-      reallocs;
+      reallocs, walks;
 } hl_prefix_stats_t;
 void hl_prefix_stats(hl_prefix_stats_t *out);
 

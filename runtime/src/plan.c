@@ -39,11 +39,8 @@
 
 _Static_assert(HL_PLAN_MAX_GROUPS == HL_MAX_POOLS - HL_POOL_FIRST_DYNAMIC, "a pool id for every group");
 
-typedef struct plan_rule {
-  uint16_t group;  /* 0: ungrouped (a longer chain that must not be grouped) */
-  uint8_t nframes;
-  uintptr_t frames[MAX_RULE_FRAMES]; /* absolute return addresses, or DORMANT_FRAME */
-} plan_rule;
+typedef hl_frame_rule plan_rule; /* frames: absolute return addresses, or DORMANT_FRAME */
+_Static_assert(MAX_RULE_FRAMES <= HL_WALK_MAX_FRAMES, "a walk holds a rule's frames");
 
 typedef struct site_entry {
   uintptr_t pc;            /* first frame; 0 empty */
@@ -218,8 +215,8 @@ static void scan_done(void) {
 /* Rules in the order of their frames, a rule before the longer ones it is a prefix of
  * (sorted with hl_plan_sort, plan_parse.c): the rules that share a chain's first k frames
  * are then one run, and match_rules narrows it frame by frame. */
-static int rule_before(const void *pa, const void *pb) {
-  const plan_rule *a = pa, *b = pb;
+int hl_frame_rule_before(const void *pa, const void *pb) {
+  const hl_frame_rule *a = pa, *b = pb;
   unsigned n = a->nframes < b->nframes ? a->nframes : b->nframes;
   for (unsigned k = 0; k < n; k++)
     if (a->frames[k] != b->frames[k]) return a->frames[k] < b->frames[k];
@@ -265,7 +262,7 @@ static const rule_table *build_table(void) {
                                                   : DORMANT_FRAME;
     }
   }
-  hl_plan_sort(rules, n, sizeof rules[0], rule_before);
+  hl_plan_sort(rules, n, sizeof rules[0], hl_frame_rule_before);
   for (uint32_t i = 0; i < n; i++) { /* which rules wait for a pending module */
     pending[i] = 0;
     for (uint32_t f = 1; f < rules[i].nframes; f++) pending[i] |= rules[i].frames[f] == DORMANT_FRAME;
@@ -608,7 +605,7 @@ static inline chain_set *chain_set_of(uintptr_t ra, uintptr_t caller) {
  * many of the chain's frames that took: the frames compared, plus one when the chain ended
  * while longer rules still matched (a deeper stack could have met one of them). Rules in
  * [lo, hi) share the chain's first k frames; a one-frame-longer rule equal to that prefix
- * sorts first in the run (rule_before); each further frame narrows the run by binary search
+ * sorts first in the run (hl_frame_rule_before); each further frame narrows the run by binary search
  * on frames[k], so a site with hundreds of rules costs a few compares per frame. */
 static const plan_rule *match_rules(const site_entry *e, const uintptr_t *chain, unsigned n, unsigned *need) {
   const plan_rule *r = e->rules, *best = NULL;
@@ -621,20 +618,8 @@ static const plan_rule *match_rules(const site_entry *e, const uintptr_t *chain,
       *need = k + 1;
       break;
     }
-    uintptr_t pc = chain[k];
-    uint32_t a = lo, b = hi;
-    while (a < b) { /* first rule with frames[k] >= pc */
-      uint32_t m = a + (b - a) / 2;
-      if (r[m].frames[k] < pc) a = m + 1; else b = m;
-    }
-    uint32_t c = a, d = hi;
-    while (c < d) { /* first rule with frames[k] > pc */
-      uint32_t m = c + (d - c) / 2;
-      if (r[m].frames[k] <= pc) c = m + 1; else d = m;
-    }
+    hl_frame_rules_narrow(r, k, chain[k], &lo, &hi);
     *need = k + 1;
-    lo = a;
-    hi = c;
   }
   return best;
 }

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fastpath.h"
 #include "internal.h"
 #include "plan_parse.h"
 
@@ -55,20 +56,19 @@ typedef struct px_counter {
   _Atomic(uint8_t) cut;
   uint8_t kind, nextra;
   uint32_t start, stride, count, first_slot, first_range, nranges;
+  uint32_t next_range; /* fixed: the owner's first range not below its values yet (rank_of) */
   uint32_t extra[HL_PLAN_MAX_EXTRAS];
   uint64_t last; /* its largest value with a slot; UINT64_MAX for recycle */
   uint64_t mask; /* recycle: count - 1 when count is a power of two (no division), else 0 */
 } px_counter;
 
-typedef struct px_rule {
-  uint16_t site;
-  uint8_t nframes;
-  uintptr_t frames[HL_PLAN_MAX_RULE_FRAMES]; /* absolute; 0: a module not loaded (matches nothing) */
-} px_rule;
+/* frames: absolute; 0: a module not loaded (matches nothing) */
+typedef hl_frame_rule px_rule;
+_Static_assert(HL_PLAN_MAX_RULE_FRAMES <= HL_WALK_MAX_FRAMES, "a walk holds a rule's frames");
 
 typedef struct px_first {
   uintptr_t pc;          /* 0: empty */
-  const px_rule *rules;  /* with this first frame, longest first */
+  const px_rule *rules;  /* with this first frame, in frame order (hl_frame_rule_before) */
   uint32_t count;
   uint8_t depth;
   /* hl_prefix_first_frame's last answer: (px.live_gen + 1) << 1 | answer, 0 none. The scan
@@ -95,6 +95,7 @@ static struct {
   _Atomic(uint64_t) live_gen; /* bumped when a counter stops placing (px_first.live_memo) */
   /* statistics */
   _Atomic(uint64_t) taken, refused_site, refused_size, refused_busy, refused_thread, cut, freed, moved, reallocs;
+  _Atomic(uint64_t) walks; /* identifications the thread's chain cache did not answer */
 } px;
 
 /* This thread's id for counter ownership: 64 bits, so never reused (two owners of one
@@ -169,67 +170,129 @@ static __thread struct {
 } site_cache[SITE_CACHE] __attribute__((tls_model("initial-exec")));
 static inline uint32_t site_slot(uintptr_t pc) { return (uint32_t)((pc * 0x9E3779B97F4A7C15ull) >> 61); }
 
-/* Chains this thread identified, by a 64-bit hash of their frames: a wrapper's first frame
- * can begin hundreds of rules (lua5.4's allocator: 148), and scanning them on every
- * allocation made a prefix:hot plan 2.7x mimalloc's time on lua5.4 (docs/results.md
- * section 29). A hash, not the frames, keeps the memo small; it lives in the thread's heap
- * (internal.h, hl_prefix_memo), not in static TLS, which every thread's stack pays for
- * (tests/test_runtime_threads.py): 32 entries there missed on 191M of the 916M instructions
- * of lua5.4's training run, which has more chains than that. Two chains with one hash could
- * only give an object another site's slot, which the size and ownership checks keep safe,
- * as in the plan's chain cache (fastpath.h). */
-static inline uint64_t chain_key(const uintptr_t *chain, unsigned n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-  for (unsigned i = 0; i < n; i++) {
-    h = (h ^ chain[i]) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 29;
-  }
-  return h | 1; /* never 0, the empty key */
+/* Chains this thread identified (internal.h, hl_prefix_node), as the plan's chain cache
+ * keeps its walks (fastpath.h, hl_chain_try): from the allocation's return address, a node
+ * per step up to the one that decided, each with the unwind rule for the next step, the
+ * last with the site. Which frames a walk collects, and so the site, is a function of the
+ * return addresses it steps through (hl_trace), so a chain met again is answered by
+ * stepping recorded rules and comparing keys: no rule lookup, no search for repeats, no
+ * rule matching. A hash collision could only give an object another site's slot, which the
+ * site, size and ownership checks keep safe. Walks longer than HL_WALK_MAX_FRAMES steps
+ * (through recursion or skipped modules) are not kept: they walk each time. */
+static inline const hl_prefix_node *node_find(const hl_heap *h, uint64_t slot, uint64_t key) {
+  uint32_t i = (uint32_t)(slot >> (64 - HL_PREFIX_NODE_BITS));
+  if (h->prefix_nodes[i].key == key) return &h->prefix_nodes[i];
+  if (h->prefix_nodes[i ^ 1].key == key) return &h->prefix_nodes[i ^ 1];
+  return NULL;
 }
 
-/* The PreFix site of the allocation whose entry point's frame is fp; 0: none. The longest
- * matching rule wins, as for select (plan.c, decide). */
-static uint16_t site_of(void *const *fp) {
-  hl_frame f = hl_caller_frame(fp);
-  uint32_t slot = site_slot(f.pc);
-  if (site_cache[slot].pc == f.pc) return site_cache[slot].site;
-  const px_first *e = first_of(f.pc);
-  uintptr_t chain[HL_PLAN_MAX_RULE_FRAMES];
-  if (e == NULL) { /* called from a skipped module: find the program's frame */
-    if (!hl_plan_pc_skipped(f.pc)) return 0;
-    if (hl_unwind_collect(&f, chain, 1, NULL) == 0 || (e = first_of(chain[0])) == NULL) return 0;
+/* Two ways per slot, the newer node first: with one, two chains of a program that took one
+ * node went on evicting each other (tidy: 9% of its identifications walked). */
+static hl_prefix_node *node_put(hl_heap *h, uint64_t slot, uint64_t key) {
+  uint32_t i = (uint32_t)(slot >> (64 - HL_PREFIX_NODE_BITS));
+  hl_prefix_node *n = &h->prefix_nodes[i];
+  if (n->key != key && h->prefix_nodes[i ^ 1].key != key) h->prefix_nodes[i ^ 1] = *n;
+  else if (n->key != key) n = &h->prefix_nodes[i ^ 1];
+  n->key = key;
+  return n;
+}
+
+static void remember(hl_heap *h, uintptr_t pc, const hl_trace *tr, unsigned steps, uint16_t site) {
+  uint64_t key = hl_chain_key(0, pc), slot = hl_chain_slot(0, pc);
+  for (unsigned k = 0;; k++) {
+    hl_prefix_node *n = node_put(h, slot, key);
+    if (k == steps) {
+      n->decided = 1;
+      n->site = site;
+      return;
+    }
+    n->decided = 0;
+    n->rule = tr->step[k].rule;
+    key = hl_chain_key(key, tr->step[k].pc);
+    slot = hl_chain_slot(slot, tr->step[k].pc);
   }
-  if (e->depth == 1) {
-    uint16_t site = e->rules[e->count - 1].nframes == 1 ? e->rules[e->count - 1].site : 0;
-    if (e->pc == f.pc) site_cache[slot].pc = f.pc, site_cache[slot].site = site;
+}
+
+/* The walk, for a chain not in this thread's cache; it enters the chain when its steps
+ * alone decided. The longest matching rule wins, as for select (plan.c, decide). The walk
+ * goes only as far as the frames decide: a first frame's rules are in frame order, so the
+ * rules that still match the frames so far are one run, narrowed frame by frame, and the
+ * walk stops when none of them is longer. It went to the deepest rule's depth every time:
+ * lua5.4's allocator function begins rules of up to 12 frames, and walking 12 frames
+ * per allocation where 4 decide on average was 281M of the 450M instructions the
+ * runtime added to its training run (docs/results.md section 29). */
+static HL_NOINLINE uint16_t site_walk(hl_frame f, uint32_t cslot) {
+  const px_first *e = first_of(f.pc);
+  if (e == NULL && !hl_plan_pc_skipped(f.pc)) return 0;
+  if (e != NULL && e->depth == 1) {
+    uint16_t site = e->rules[0].site;
+    site_cache[cslot].pc = f.pc, site_cache[cslot].site = site;
     return site;
   }
-  unsigned n = hl_unwind_collect(&f, chain, e->depth, NULL);
-  uint64_t key = chain_key(chain, n);
-  hl_heap *heap = hl_heap_get();
-  hl_prefix_memo *m = heap ? &heap->prefix_memo[key >> (64 - HL_PREFIX_MEMO_BITS)] : NULL;
-  if (m != NULL && m->key == key) return m->site;
+  stat_add(&px.walks);
+  /* the thread's scratch trace (a walk allocates nothing, so no plan walk is under way) */
+  hl_heap *h = hl_heap_get();
+  hl_trace *tr = h != NULL ? &h->walk_trace : NULL;
+  if (tr != NULL) tr->nsteps = 0, tr->replayable = 1;
+  uintptr_t chain[HL_WALK_MAX_FRAMES];
+  hl_walk w;
+  hl_walk_start(&w, f, chain, tr);
   uint16_t site = 0;
-  for (uint32_t i = 0; i < e->count; i++) {
-    const px_rule *r = &e->rules[i];
-    unsigned k = 1;
-    while (k < r->nframes && k < n && r->frames[k] == chain[k]) k++;
-    if (k == r->nframes) {
-      site = r->site;
+  int decided = 0;
+  if (e == NULL) { /* called from a skipped module: find the program's frame */
+    if (!hl_walk_next(&w)) return 0;
+    e = first_of(chain[0]);
+    if (e == NULL || e->depth == 1) {
+      site = e == NULL ? 0 : e->rules[0].site;
+      decided = 1;
+      goto done;
+    }
+    hl_walk_start(&w, w.f, chain, tr); /* a walk of its own from there, as the profiler's */
+  }
+  (void)hl_walk_next(&w); /* frame 0, which the rules do not compare: the table's key */
+  uint32_t lo = 0, hi = e->count;
+  for (unsigned k = 1;; k++) {
+    if (lo < hi && e->rules[lo].nframes == k) site = e->rules[lo++].site; /* exactly frames 0..k-1 */
+    if (lo == hi) {
+      decided = 1;
       break;
     }
+    if (w.n <= k && !hl_walk_next(&w)) break; /* the stack ended: no longer rule can match */
+    hl_frame_rules_narrow(e->rules, k, chain[k], &lo, &hi);
   }
-  if (m != NULL) {
-    m->key = key;
-    m->site = site;
-  }
+done:
+  if (decided && tr != NULL && tr->replayable && tr->nsteps > 0 && tr->nsteps <= HL_WALK_MAX_FRAMES)
+    remember(h, f.pc, tr, tr->nsteps, site);
   return site;
+}
+
+/* The PreFix site of the allocation whose entry point's frame is fp; 0: none. */
+static uint16_t site_of(void *const *fp) {
+  hl_frame f = hl_caller_frame(fp);
+  uint32_t cslot = site_slot(f.pc);
+  if (site_cache[cslot].pc == f.pc) return site_cache[cslot].site;
+  /* the empty heap of a thread without one has no keys: it misses */
+  const hl_heap *h = hl_tl_heap;
+  uint64_t key = hl_chain_key(0, f.pc), slot = hl_chain_slot(0, f.pc);
+  const hl_prefix_node *n = node_find(h, slot, key);
+  if (n != NULL) {
+    hl_frame g = f;
+    for (;;) {
+      if (n->decided) return n->site;
+      if (!hl_unwind_step_recorded(&g, &n->rule)) break;
+      key = hl_chain_key(key, g.pc);
+      slot = hl_chain_slot(slot, g.pc);
+      if ((n = node_find(h, slot, key)) == NULL) break;
+    }
+  }
+  return site_walk(f, cslot);
 }
 
 /* ---- counter values -> slots ---- */
 
-/* The rank of v among counter c's values (its slot is first_slot + rank), or -1. */
-static int64_t rank_of(const px_counter *c, uint64_t v) {
+/* The rank of v among counter c's values (its slot is first_slot + rank), or -1. Called by
+ * c's owner only, for its values in rising order. */
+static int64_t rank_of(px_counter *c, uint64_t v) {
   switch (c->kind) {
     case HL_COUNTER_ALL:
       return v < c->count ? (int64_t)v : -1;
@@ -247,14 +310,13 @@ static int64_t rank_of(const px_counter *c, uint64_t v) {
       return member ? (int64_t)(below_prog + below_extra) : -1;
     }
     case HL_COUNTER_FIXED: {
-      uint32_t lo = c->first_range, hi = c->first_range + c->nranges; /* the range with range_lo <= v */
-      if (v < px.range_lo[lo]) return -1;
-      while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (px.range_lo[mid] <= v) lo = mid;
-        else hi = mid;
-      }
-      return v <= px.range_hi[lo] ? (int64_t)(px.range_rank[lo] + (v - px.range_lo[lo])) : -1;
+      /* The values only rise, so the range holding v, or the next above it, only moves
+       * forward: a binary search over a counter's ranges per allocation cost lua5.4's
+       * training run 18M instructions (a counter of its allocator has 7,554 ranges). */
+      uint32_t r = c->next_range, end = c->first_range + c->nranges;
+      while (r < end && px.range_hi[r] < v) r++;
+      c->next_range = r;
+      return r < end && px.range_lo[r] <= v ? (int64_t)(px.range_rank[r] + (v - px.range_lo[r])) : -1;
     }
     default:
       return -1;
@@ -452,11 +514,6 @@ static void *px_realloc(void *p, size_t n) {
 
 /* ---- loading ---- */
 
-static int rule_longer(const void *pa, const void *pb) {
-  const px_rule *a = pa, *b = pb;
-  if (a->frames[0] != b->frames[0]) return a->frames[0] < b->frames[0];
-  return a->nframes > b->nframes;
-}
 _Static_assert(sizeof(px_rule) <= HL_PLAN_SORT_MAX_ELEMENT, "rules fit hl_plan_sort's buffer");
 
 int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, const hl_plan_slot_spec *slots,
@@ -506,7 +563,7 @@ int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, co
     if (cs->kind == HL_COUNTER_REGULAR && cs->nextra && cs->extra[cs->nextra - 1] > c->last)
       c->last = cs->extra[cs->nextra - 1];
     if (cs->kind == HL_COUNTER_FIXED) {
-      c->first_range = cs->first_range;
+      c->first_range = c->next_range = cs->first_range;
       c->nranges = cs->count;
       uint32_t rank = 0;
       for (uint32_t r = cs->first_range; r < cs->first_range + cs->count; r++) {
@@ -539,13 +596,15 @@ int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, co
       r->frames[f] = loaded[m] ? bias[m] + (uintptr_t)hl_plan_frame_offset(prules[i].frames[f]) : 0;
     }
   }
-  hl_plan_sort(rules, nr, sizeof rules[0], rule_longer);
+  hl_plan_sort(rules, nr, sizeof rules[0], hl_frame_rule_before);
   for (uint32_t i = 0; i < nr;) {
     uint32_t j = i;
-    while (j < nr && rules[j].frames[0] == rules[i].frames[0]) j++;
+    uint8_t depth = 0;
+    for (; j < nr && rules[j].frames[0] == rules[i].frames[0]; j++)
+      if (rules[j].nframes > depth) depth = rules[j].nframes;
     uint32_t h = pc_hash(rules[i].frames[0]) & (cap - 1);
     while (firsts[h].pc) h = (h + 1) & (cap - 1);
-    firsts[h] = (px_first){rules[i].frames[0], &rules[i], j - i, rules[i].nframes, 0};
+    firsts[h] = (px_first){rules[i].frames[0], &rules[i], j - i, depth, 0};
     i = j;
   }
   px.firsts = firsts;
@@ -587,4 +646,5 @@ void hl_prefix_stats(hl_prefix_stats_t *out) {
   out->freed = atomic_load(&px.freed);
   out->moved = atomic_load(&px.moved);
   out->reallocs = atomic_load(&px.reallocs);
+  out->walks = atomic_load(&px.walks);
 }

@@ -204,11 +204,12 @@ static void write_json(const pool_totals *t, unsigned npools, const char *path_t
   hl_prefix_stats(&px);
   out_printf(&o, "],\"prefix\":{\"region_bytes\":%llu,\"slots\":%llu,\"taken\":%llu,\"refused_site\":%llu,"
              "\"refused_size\":%llu,\"refused_busy\":%llu,\"refused_thread\":%llu,\"counters_cut\":%llu,"
-             "\"freed\":%llu,\"moved_by_realloc\":%llu,\"reallocs_counted\":%llu",
+             "\"freed\":%llu,\"moved_by_realloc\":%llu,\"reallocs_counted\":%llu,\"identification_walks\":%llu",
              (unsigned long long)px.region_bytes, (unsigned long long)px.slots, (unsigned long long)px.taken,
              (unsigned long long)px.refused_site, (unsigned long long)px.refused_size,
              (unsigned long long)px.refused_busy, (unsigned long long)px.refused_thread, (unsigned long long)px.cut,
-             (unsigned long long)px.freed, (unsigned long long)px.moved, (unsigned long long)px.reallocs);
+             (unsigned long long)px.freed, (unsigned long long)px.moved, (unsigned long long)px.reallocs,
+             (unsigned long long)px.walks);
   out_printf(&o, "},\"forwarded\":{\"objects\":%llu,\"bytes_requested\":%llu},\"plan_walks\":%llu,\"plan_replays\":%llu,"
              "\"plan_speculated\":%llu,\"code_unloads\":%llu",
              (unsigned long long)atomic_load(&hl_state.forwarded_objects),
@@ -264,11 +265,12 @@ static void write_table(const pool_totals *t, unsigned npools) {
   if (px.region_bytes)
     out_printf(&o, "heaplayout: prefix region %llu bytes, %llu slots: %llu objects took a slot; refused %llu "
                "(another site's slot), %llu (too large), %llu (slot busy), %llu (not the counter's thread); %llu "
-               "counters cut off; %llu slots freed, %llu moved out by realloc\n",
+               "counters cut off; %llu slots freed, %llu moved out by realloc; %llu identifications walked the "
+               "stack\n",
                (unsigned long long)px.region_bytes, (unsigned long long)px.slots, (unsigned long long)px.taken,
                (unsigned long long)px.refused_site, (unsigned long long)px.refused_size,
                (unsigned long long)px.refused_busy, (unsigned long long)px.refused_thread, (unsigned long long)px.cut,
-               (unsigned long long)px.freed, (unsigned long long)px.moved);
+               (unsigned long long)px.freed, (unsigned long long)px.moved, (unsigned long long)px.walks);
   if (atomic_load(&hl_state.policy) == HL_POLICY_DPA) hl_dpa_stats_write(emit_out, &o, 0);
   if (used == 0) {
     out_flush(&o);

@@ -455,41 +455,73 @@ int hl_unwind_function_bounds(uintptr_t pc, uintptr_t *lo, uintptr_t *hi) {
   return *lo != 0 && *hi > *lo && pc > *lo && pc <= *hi;
 }
 
-/* Collect up to `want` frames outward from *f (f->pc first), leaving out frames in
- * skipped modules and repeats (recursion reduced to its innermost occurrence, as the
- * profiler does; with the plan's `recursion function` record, to the innermost frame of
- * each function, as the planner collapsed the profile: heaplayout/planning/recursion.py). When `want` frames were found, *f is the frame of the last of them.
- * With tr, every step is appended to it; tr->replayable is cleared when the walk's course
- * depended on more than the return addresses it met (see hl_trace). */
-unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr) {
-  unsigned n = 0;
-  uintptr_t fns[HL_WALK_MAX_STEPS];
-  for (unsigned steps = 0; steps < HL_WALK_MAX_STEPS; steps++) {
-    const cached_rule *r = rule_of(f->pc);
-    if (!r->skip) {
-      unsigned i = 0;
-      if (collapse_functions && r->fn != 0)
-        while (i < n && fns[i] != r->fn) i++;
-      else
-        while (i < n && out[i] != f->pc) i++;
-      if (i == n) {
-        fns[n] = r->fn;
-        out[n++] = f->pc;
-        if (n == want) return n;
+/* A walk outward from f, collecting frames but those in skipped modules and repeats
+ * (recursion reduced to its innermost occurrence, as the profiler does; with the plan's
+ * `recursion function` record, to the innermost frame of each function, as the planner
+ * collapsed the profile: heaplayout/planning/recursion.py). With tr, every step is appended
+ * to it; tr->replayable is cleared when the walk's course depended on more than the return
+ * addresses it met (see hl_trace). */
+void hl_walk_start(hl_walk *w, hl_frame f, uintptr_t *out, hl_trace *tr) {
+  w->f = f;
+  w->rule = NULL;
+  w->out = out;
+  w->tr = tr;
+  w->n = w->steps = 0;
+  w->looked = w->ended = 0;
+}
+
+static inline __attribute__((always_inline)) int walk_next(hl_walk *w) {
+  if (w->ended) return 0;
+  for (;;) {
+    if (w->looked) { /* step from the frame looked at last */
+      const cached_rule *r = w->rule;
+      hl_frame next = w->f;
+      if (!hl_unwind_step_by(&next, &r->step)) {
+        /* "no rule here" depends on the pc alone; a failed stack check does not */
+        if (w->tr && r->step.cfa_reg >= 0) w->tr->replayable = 0;
+        w->ended = 1;
+        return 0;
+      }
+      if (w->tr) {
+        if (w->tr->nsteps == HL_TRACE_STEPS || !r->stable) w->tr->replayable = 0;
+        else w->tr->step[w->tr->nsteps++] = (hl_trace_step){r->step, next.pc};
+      }
+      w->f = next;
+      if (++w->steps == HL_WALK_MAX_STEPS) {
+        if (w->tr) w->tr->replayable = 0;
+        w->ended = 1;
+        return 0;
       }
     }
-    hl_frame next = *f;
-    if (!hl_unwind_step_by(&next, &r->step)) {
-      /* "no rule here" depends on the pc alone; a failed stack check does not */
-      if (tr && r->step.cfa_reg >= 0) tr->replayable = 0;
-      return n;
+    const cached_rule *r = rule_of(w->f.pc);
+    w->rule = r;
+    w->looked = 1;
+    if (r->skip) continue;
+    unsigned i = 0;
+    if (collapse_functions && r->fn != 0)
+      while (i < w->n && w->fns[i] != r->fn) i++;
+    else
+      while (i < w->n && w->out[i] != w->f.pc) i++;
+    if (i < w->n) continue;
+    if (w->n == HL_WALK_MAX_FRAMES) { /* no room: a caller asked for more than a walk holds */
+      w->ended = 1;
+      return 0;
     }
-    if (tr) {
-      if (tr->nsteps == HL_TRACE_STEPS || !r->stable) tr->replayable = 0;
-      else tr->step[tr->nsteps++] = (hl_trace_step){r->step, next.pc};
-    }
-    *f = next;
+    w->fns[w->n] = r->fn;
+    w->out[w->n++] = w->f.pc;
+    return 1;
   }
-  if (tr) tr->replayable = 0;
-  return n;
+}
+
+int hl_walk_next(hl_walk *w) { return walk_next(w); }
+
+/* Collect up to `want` frames outward from *f (f->pc first), as hl_walk_next does one at a
+ * time. When `want` frames were found, *f is the frame of the last of them. */
+unsigned hl_unwind_collect(hl_frame *f, uintptr_t *out, unsigned want, hl_trace *tr) {
+  hl_walk w;
+  hl_walk_start(&w, *f, out, tr);
+  while (w.n < want && walk_next(&w)) {
+  }
+  *f = w.f;
+  return w.n;
 }
