@@ -82,8 +82,11 @@ static void caches_clear(hl_heap *h) {
       if (h->plan_chains[s].way[w].ra) h->plan_chains[s].way[w].ra = 0;
   for (unsigned i = 0; i < HL_PLAN_SPEC_SLOTS; i++)
     if (h->plan_spec[i].ra) h->plan_spec[i] = (hl_plan_speculation){0};
-  for (unsigned i = 0; i < HL_PREFIX_NODES; i++)
-    if (h->prefix_nodes[i].key) h->prefix_nodes[i].key = 0;
+  /* 192 KiB: read only under a PreFix plan, so that a thread's exit does not fault in its
+   * pages where no PreFix chain was ever cached */
+  if (hl_prefix_on)
+    for (unsigned i = 0; i < HL_PREFIX_NODES; i++)
+      if (h->prefix_nodes[i].key) h->prefix_nodes[i].key = 0;
 }
 
 /* Code was unloaded: every thread's cached sites, chains and recorded walks are forgotten,
@@ -101,8 +104,9 @@ void hl_heaps_forget_code(void) {
         if (h->plan_chains[s].way[w].ra) __atomic_store_n(&h->plan_chains[s].way[w].ra, 0, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < HL_PLAN_SPEC_SLOTS; i++)
       if (h->plan_spec[i].ra) __atomic_store_n(&h->plan_spec[i].ra, 0, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < HL_PREFIX_NODES; i++)
-      if (h->prefix_nodes[i].key) __atomic_store_n(&h->prefix_nodes[i].key, 0, __ATOMIC_RELAXED);
+    if (hl_prefix_on)
+      for (unsigned i = 0; i < HL_PREFIX_NODES; i++)
+        if (h->prefix_nodes[i].key) __atomic_store_n(&h->prefix_nodes[i].key, 0, __ATOMIC_RELAXED);
   }
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
