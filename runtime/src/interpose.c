@@ -285,7 +285,9 @@ HL_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
 static void *aligned_from(size_t align, size_t size, void *const *fp, void *(*below)(size_t, size_t)) {
   int policy = hl_policy();
   if (HL_UNLIKELY(policy == HL_POLICY_UNINIT)) return hl_bootstrap_alloc(size, align);
-  if (align <= HL_GRANULE && policy >= HL_POLICY_CALLSITE) {
+  /* the size test first: rounding a size within 15 of SIZE_MAX up to 16 wraps to 0, and
+   * memalign(16, SIZE_MAX) got a 16-byte slot instead of NULL and ENOMEM */
+  if (align <= HL_GRANULE && size <= hl_state.opt.max_size && policy >= HL_POLICY_CALLSITE) {
     /* our slots are 16-aligned; the allocator below may not be for small sizes (jemalloc's
      * 8-byte class), so what we do not place still goes to its aligned entry point */
     void *p = hl_policy_alloc(policy, align > 8 ? hl_size_a16(size) : size, fp);
