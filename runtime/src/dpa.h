@@ -121,6 +121,12 @@ typedef struct dpa_shape_stats {
   uint64_t samples, edges, type1, type2;
 } dpa_shape_stats;
 void hl_dpa_shape_stats(dpa_shape_stats *out);
+/* No more reads of the allocator underneath's objects (process_vm_readv) from now on: a
+ * seccomp filter may forbid the call and kill the process (sandbox.c). Caller holds
+ * hl_dpa_lock, or the process is starting. */
+void hl_dpa_remote_reads_off(void);
+/* At start under dpa: reads off when the process inherited a seccomp filter (sandbox.c). */
+void hl_sandbox_check_inherited(void);
 
 /* ---- policy hooks (dpa_policy.c) ---- */
 /* the full malloc path under dpa (interpose.c, hl_malloc_from) */

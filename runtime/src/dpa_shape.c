@@ -10,7 +10,8 @@
  * (dpa_policy.c). The previous object may have been freed meanwhile: objects of our
  * pools are always mapped, and the allocator underneath's are read with
  * process_vm_readv, which fails instead of faulting on memory that is gone (where the
- * call is not allowed, those objects are simply not sampled).
+ * call is not allowed, or a seccomp filter may forbid it: sandbox.c, those objects are
+ * simply not sampled).
  *
  * Merging, with "objects of the same size are of the same type":
  *   type I:  an edge (a, off, b) between two groups of one type: a linked structure built
@@ -60,7 +61,9 @@ static int edge_seen(uint32_t from, uint32_t offset, uint32_t to) {
   return 1; /* full: treated as known */
 }
 static dpa_shape_stats counts;
-static int remote_read_refused;
+static int remote_read_refused; /* read and written under hl_dpa_lock (but at start-up) */
+
+void hl_dpa_remote_reads_off(void) { remote_read_refused = 1; }
 
 static int same_type(uint32_t a, uint32_t b) {
   uint32_t sa = hl_dpa_group_size(a);
