@@ -46,6 +46,28 @@ def is_elf(path: Path) -> bool:
         return False
 
 
+EM_X86_64 = 62
+
+
+def foreign_executable(path: Path) -> str | None:
+    """What keeps an x86-64 library from loading into the ELF executable at `path` ("a 32-bit
+    program", "a program for another machine (e_machine 183)"), or None: an x86-64 program,
+    not ELF, or unreadable. The loader of such a program ignores an x86-64 LD_PRELOAD with an
+    "ERROR: ld.so: ... wrong ELF class" line on stderr, which the program alone never prints."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return None
+    if head[4] != 2:
+        return "a 32-bit program"
+    byteorder = "little" if head[5] == 1 else "big"
+    machine = int.from_bytes(head[18:20], byteorder)
+    return None if machine == EM_X86_64 and head[5] == 1 else f"a program for another machine (e_machine {machine})"
+
+
 def is_static_executable(path: Path) -> bool:
     """True for an ELF executable without a program interpreter (PT_INTERP): the dynamic
     loader never runs for it, so LD_PRELOAD, and with it our runtime, has no effect.

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import run_program
 
 CLI = [sys.executable, "-m", "heaplayout.cli"]
@@ -100,6 +102,48 @@ def test_static_binary_is_named_and_still_runs(runtime_lib, tmp_path):
     assert b"statically linked" in r.stderr and b"no statistics" in r.stderr
     dyn = cli("run", "--stats", "--", "sh", "-c", "exit 0")
     assert b"statically linked" not in dyn.stderr
+
+
+def _m32_works(tmp_path) -> bool:
+    src = tmp_path / "probe32.c"
+    src.write_text("int main(void){return 0;}\n")
+    return subprocess.run(["gcc", "-m32", "-o", str(tmp_path / "probe32"), str(src)], capture_output=True).returncode == 0
+
+
+def test_a_32_bit_program_is_named_and_runs_as_alone(runtime_lib, tmp_path):
+    """The loader of a 32-bit program ignores the 64-bit runtime with "ERROR: ld.so: ...
+    wrong ELF class" on the program's stderr, and the profiler failed with Valgrind's "failed
+    to start tool": run names it and runs it without the runtime, profile refuses it (found
+    by a probe)."""
+    if not _m32_works(tmp_path):
+        pytest.skip("gcc -m32 does not link here (gcc-multilib)")
+    src = tmp_path / "p32.c"
+    src.write_text('#include <stdio.h>\n#include <stdlib.h>\n'
+                   'int main(void){char *p = malloc(32); puts(p ? "ok" : "no"); free(p); return 3;}\n')
+    exe = tmp_path / "p32"
+    subprocess.run(["gcc", "-m32", "-O1", "-o", str(exe), str(src)], check=True)
+    r = cli("run", "--", str(exe))
+    assert r.returncode == 3 and r.stdout == b"ok\n"
+    assert b"ld.so" not in r.stderr and b"is a 32-bit program" in r.stderr, r.stderr.decode()
+    p = cli("profile", "-o", str(tmp_path / "p.prof"), "--", str(exe))
+    assert p.returncode == 2 and b"is a 32-bit program" in p.stderr, p.stderr.decode()
+
+
+def test_foreign_executables_are_told_apart(tmp_path):
+    from heaplayout import elf
+
+    native = tmp_path / "native"
+    native.write_bytes(open(sys.executable, "rb").read(64))
+    assert elf.foreign_executable(native) is None
+    head = bytearray(native.read_bytes())
+    head[4] = 1  # ELFCLASS32
+    (tmp_path / "c32").write_bytes(bytes(head))
+    assert elf.foreign_executable(tmp_path / "c32") == "a 32-bit program"
+    head[4], head[18:20] = 2, (183).to_bytes(2, "little")  # aarch64
+    (tmp_path / "arm").write_bytes(bytes(head))
+    assert "another machine" in elf.foreign_executable(tmp_path / "arm")
+    (tmp_path / "script").write_text("#!/bin/sh\n")
+    assert elf.foreign_executable(tmp_path / "script") is None
 
 
 def _sanitized(tmp_path, flag: str):

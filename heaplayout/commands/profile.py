@@ -161,6 +161,11 @@ def profile_command(args: argparse.Namespace) -> int:
         print(f"heaplayout profile: {args.program[0]} is built with {sanitized}, which Valgrind cannot run (the "
               "sanitizer's shadow memory and its own allocator); profile a build without -fsanitize", file=sys.stderr)
         return 2
+    foreign = elf.foreign_executable(Path(exe)) if exe else None
+    if foreign:  # Valgrind said only "failed to start tool 'hlprof' for platform 'x86-linux'"
+        print(f"heaplayout profile: {args.program[0]} is {foreign}; the profiler (and the runtime) are built "
+              "for x86-64 programs only", file=sys.stderr)
+        return 2
     if exe and elf.is_static_executable(Path(exe)):
         print(f"heaplayout profile: warning: {args.program[0]} is statically linked: the profiler sees allocations "
               "through the dynamic loader, which this program does not use, so the profile will hold no heap "

@@ -126,6 +126,12 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"heaplayout run: {shlex.quote(args.program[0])} is statically linked: the runtime cannot be "
               "preloaded into it, so it runs unoptimized" + (" and prints no statistics" if args.stats or
                                                              args.stats_json else ""), file=sys.stderr)
+    foreign = elf.foreign_executable(Path(exe)) if exe else None
+    if foreign:  # the loader would say "wrong ELF class" on the program's stderr, and ignore us
+        print(f"heaplayout run: {shlex.quote(args.program[0])} is {foreign}: the runtime (x86-64) cannot be "
+              "loaded into it, so it runs without the runtime, unoptimized"
+              + (", and prints no statistics" if args.stats or args.stats_json else ""), file=sys.stderr)
+        env.pop("LD_PRELOAD", None)
     sanitized = elf.sanitizer(Path(exe)) if exe else None
     if sanitized:
         print(f"heaplayout run: {shlex.quote(args.program[0])} is built with {sanitized}, whose own allocator "
