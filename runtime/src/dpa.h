@@ -127,6 +127,7 @@ void hl_dpa_shape_stats(dpa_shape_stats *out);
 void hl_dpa_remote_reads_off(void);
 /* At start under dpa: reads off when the process inherited a seccomp filter (sandbox.c). */
 void hl_sandbox_check_inherited(void);
+void hl_sandbox_resolve(void); /* libc's prctl and syscall, which sandbox.c wraps */
 
 /* ---- policy hooks (dpa_policy.c) ---- */
 /* the full malloc path under dpa (interpose.c, hl_malloc_from) */

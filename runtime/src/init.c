@@ -38,6 +38,7 @@ void hl_init(void) {
   }
   hl_in_init = 1;
   hl_next_resolve();
+  hl_sandbox_resolve();
   hl_options_load(&hl_state.opt);
   enum hl_policy policy = hl_state.opt.policy;
   if (policy == HL_POLICY_PLAN && !hl_plan_load(hl_state.opt.plan)) policy = HL_POLICY_OFF;

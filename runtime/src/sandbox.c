@@ -62,20 +62,27 @@ static void *next_fn(void **slot, const char *name) {
 /* glibc's prctl takes up to four more arguments, syscall up to six: reading an argument
  * the caller did not pass reads a register or a stack word, which the call below ignores,
  * as the kernel does. */
+static void *next_prctl, *next_syscall;
+
+/* At start (init.c), where dlsym may allocate: so that a first call from a signal handler
+ * (syscall(SYS_futex) in one, say) finds libc's at once, never in dlsym. */
+void hl_sandbox_resolve(void) {
+  (void)next_fn(&next_prctl, "prctl");
+  (void)next_fn(&next_syscall, "syscall");
+}
+
 HL_EXPORT int prctl(int option, ...) {
-  static void *next;
   va_list ap;
   va_start(ap, option);
   unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
   unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
   va_end(ap);
   if (option == PR_SET_SECCOMP) no_more_remote_reads();
-  int (*f)(int, ...) = (int (*)(int, ...))next_fn(&next, "prctl");
+  int (*f)(int, ...) = (int (*)(int, ...))next_fn(&next_prctl, "prctl");
   return f(option, a2, a3, a4, a5);
 }
 
 HL_EXPORT long syscall(long number, ...) {
-  static void *next;
   va_list ap;
   va_start(ap, number);
   long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
@@ -84,6 +91,6 @@ HL_EXPORT long syscall(long number, ...) {
 #ifdef SYS_seccomp
   if (number == SYS_seccomp) no_more_remote_reads();
 #endif
-  long (*f)(long, ...) = (long (*)(long, ...))next_fn(&next, "syscall");
+  long (*f)(long, ...) = (long (*)(long, ...))next_fn(&next_syscall, "syscall");
   return f(number, a1, a2, a3, a4, a5, a6);
 }
