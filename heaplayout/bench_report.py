@@ -120,8 +120,9 @@ def table_rows(bench: BenchResult) -> tuple[list[str], list[list[str]]]:
             output = "same"
         else:
             output = "MISMATCH" if c is not bench.baseline else "UNSTABLE"
-        row = [name, fmt_seconds(w.median), f"{fmt_seconds(w.min)}–{fmt_seconds(w.max)}", fmt_seconds(w.iqr),
-               _fmt_ratio(r), f"{r.iqr:.3f}",
+        # one round has no spread: "-" rather than an IQR of 0 that looks measured
+        row = [name, fmt_seconds(w.median), f"{fmt_seconds(w.min)}–{fmt_seconds(w.max)}",
+               fmt_seconds(w.iqr) if w.n > 1 else "-", _fmt_ratio(r), f"{r.iqr:.3f}" if r.n > 1 else "-",
                _fmt_mib(rss.median), output]
         if bench.cache_spec is not None:
             if c.cache is None:

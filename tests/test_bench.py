@@ -255,6 +255,11 @@ def test_metric_follows_the_program(tmp_path):
     the ratios are paired on the chosen metric and both times are in the JSON."""
     for prog, metric in ((BUSY, "cpu"), (SLEEPY, "wall")):
         res = bench.run_bench(prog, bench.parse_configs(["glibc"]), tmp_path / metric, runs=2, warmup=0)
+        if metric == "cpu" and res.metric.cpu_per_wall < 0.9 and os.getloadavg()[0] > (os.cpu_count() or 1) - 0.5:
+            # every round of the busy loop lost the CPU to other jobs (a loaded machine): the
+            # rule then rightly picks wall time; what is checked is that it follows the ratio
+            assert res.metric.metric == "wall", res.metric
+            continue
         assert res.metric.metric == metric, res.metric
         doc = bench.result_to_json(res)
         assert doc["metric"]["metric"] == metric and doc["metric"]["asked"] == "auto"
@@ -303,6 +308,20 @@ def test_exit_code_and_signal_mismatch(tmp_path):
     doc = json.loads(js.read_text())
     assert doc["configs"][1]["exit"] == [{"code": None, "signal": 11}]
     assert doc["configs"][1]["mismatches"][0]["what"] == "exit+stdout"
+
+
+def test_one_round_shows_no_spread():
+    """An IQR of one round is not a measurement: the table says "-" (it printed 0.000s)."""
+    proc = cli_run("--runs", "1", "--warmup", "0", "--config", "glibc,jemalloc", "--", ECHO, "hi")
+    assert proc.returncode == 0, proc.stderr
+    head = next(line for line in proc.stdout.splitlines() if line.startswith("config"))
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("jemalloc"))
+    cols = [c for c in row.split("  ") if c.strip()]
+    names = [c.strip() for c in head.split("  ") if c.strip()]
+    assert cols[names.index("IQR")].strip() == "-" and cols[names.index("ratio IQR")].strip() == "-"
+    two = cli_run("--runs", "2", "--warmup", "0", "--config", "glibc,jemalloc", "--", ECHO, "hi")
+    row2 = next(line for line in two.stdout.splitlines() if line.startswith("jemalloc"))
+    assert [c for c in row2.split("  ") if c.strip()][names.index("IQR")].strip().endswith("s")
 
 
 def test_policy_dependent_output_under_runtime(tmp_path, runtime_lib):
