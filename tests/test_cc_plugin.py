@@ -894,6 +894,66 @@ def test_a_node_needing_16_keeps_16(tmp_path: Path, plugin: Path, kind: str) -> 
     assert pool["objects"] == 3000  # the cells are in the pool: the check above is about it
 
 
+# Paths by which a pointer to a list reaches memory that outlives the function building it,
+# each of which the analysis must follow (found by probing real programs): after build()
+# returns, churn() builds a second list in a pool of its own; had build's list been given a
+# local pool, churn's pool reuses its memory and the final walk reads churn's values.
+OUTLIVES = r"""
+#include <stdio.h>
+#include <stdlib.h>
+struct node { struct node *next; long v; };
+#if KIND == 1   /* a thread-local variable: clang 16 reaches it through llvm.threadlocal.address */
+static __thread struct node *keep;
+static void put(struct node *h) { keep = h; }
+static struct node *get(void) { return keep; }
+#else           /* a struct copied into a global byte by byte (a generic copy written by hand) */
+struct slot { struct node *list; long tag; };
+struct slot table[4];
+static void copy_bytes(void *dst, const void *src, unsigned long n) {
+  char *d = dst; const char *s = src;
+  while (n--) *d++ = *s++;
+}
+static void put(struct node *h) { struct slot t = {h, 1}; copy_bytes(&table[1], &t, sizeof t); }
+static struct node *get(void) { return table[1].list; }
+#endif
+static void build(int n) {
+  struct node *h = 0;
+  for (int i = 0; i < n; i++) { struct node *x = malloc(sizeof *x); x->v = i; x->next = h; h = x; }
+  put(h);
+}
+static long churn(int n) {
+  struct node *h = 0;
+  for (int i = 0; i < n; i++) { struct node *x = malloc(sizeof *x); x->v = 1000 + i; x->next = h; h = x; }
+  long s = 0;
+  for (struct node *p = h; p; p = p->next) s += p->v;
+  return s;
+}
+int main(int argc, char **argv) {
+  build(argc * 1000);
+  long c = churn(2000), s = 0;
+  for (struct node *p = get(); p; p = p->next) s += p->v;
+  printf("%ld %ld\n", c, s);
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["1", "2"], ids=["thread-local", "byte-copy"])
+def test_a_list_kept_past_its_builder_is_not_in_its_builders_pool(tmp_path: Path, plugin: Path, kind: str) -> None:
+    src = OUTLIVES.replace("#if KIND == 1", f"#define KIND {kind}\n#if KIND == 1")
+    assert same_behaviour(tmp_path, {"outlives.c": src}) == "3999000 499500\n"
+    # the same as one unit of a larger program (-c, then link): no global pools
+    obj = tmp_path / "outlives.o"
+    r = subprocess.run([sys.executable, "-m", "heaplayout.cli", "cc", "-O2", "-c", str(tmp_path / "outlives.c"),
+                        "-o", str(obj)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    exe = tmp_path / "linked"
+    r = subprocess.run([sys.executable, "-m", "heaplayout.cli", "cc", str(obj), "-o", str(exe)],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert run(exe).stdout == "3999000 499500\n"
+
+
 def test_driver_flags() -> None:
     ours, rest = cc.split_options(["--stats", "--no-pool", "-O2", "-c", "a.c"])
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]

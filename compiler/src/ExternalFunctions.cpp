@@ -12,7 +12,12 @@ namespace hlapa {
 CalleeKind classifyCallee(StringRef Name, bool IsIntrinsic) {
   if (IsIntrinsic) {
     if (Name.startswith("llvm.memcpy") || Name.startswith("llvm.memmove")) return CalleeKind::MemCopy;
-    if (Name.startswith("llvm.ptrmask") || Name.startswith("llvm.launder") || Name.startswith("llvm.strip"))
+    // Intrinsics that return their first argument (or a pointer into it): ptrmask, the
+    // invariant-group ones, the annotations, expect, and threadlocal.address, through which
+    // clang 16 reaches every __thread/_Thread_local variable (the result is the variable).
+    if (Name.startswith("llvm.ptrmask") || Name.startswith("llvm.launder") || Name.startswith("llvm.strip") ||
+        Name.startswith("llvm.threadlocal.address") || Name.startswith("llvm.ptr.annotation") ||
+        Name.startswith("llvm.annotation") || Name.startswith("llvm.expect") || Name.startswith("llvm.ssa.copy"))
       return CalleeKind::ReturnsArg0;
     if (Name.startswith("llvm.va_start") || Name.startswith("llvm.va_copy")) return CalleeKind::Unknown;
     return CalleeKind::Intrinsic;

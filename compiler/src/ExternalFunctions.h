@@ -17,7 +17,8 @@ enum class CalleeKind {
   MemCopy,       // copies bytes (and so pointers) from its second argument to its first
   StrToNum,      // strtol and friends: *arg1 = a pointer into arg0
   ExternalResult,// NoCapture, returns memory owned by the library (getenv, fopen)
-  Intrinsic,     // an LLVM intrinsic that moves no pointers (lifetime, dbg, memset, ...)
+  Intrinsic,     // an LLVM intrinsic that moves no pointers (lifetime, dbg, memset, ...); a
+                 // pointer it returns is unknown memory (stacksave, returnaddress, ...)
   Unknown,       // anything else: arguments escape, the result is unknown memory
 };
 

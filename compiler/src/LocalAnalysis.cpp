@@ -9,6 +9,7 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/Operator.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include <algorithm>
 #include <numeric>
@@ -76,6 +77,28 @@ DSHandle LocalAnalysis::handleOf(const Value *V) {
 void LocalAnalysis::escapeToUnknown(const Value *V) {
   DSHandle H = handleOf(V);
   if (H) DSGraph::resolve(H).Node->Flags |= ExternalNode;
+}
+
+// The load whose value a store of an integer narrower than a pointer writes back, through
+// integer casts, phis and selects (a temporary of another width, a swap across iterations).
+const LoadInst *LocalAnalysis::narrowCopySource(const Value *V) {
+  if (!V->getType()->isIntegerTy() || isPtrLike(V->getType(), DL)) return nullptr;
+  SmallVector<const Value *, 8> Work{V};
+  SmallPtrSet<const Value *, 8> Seen;
+  while (!Work.empty()) {
+    const Value *X = Work.pop_back_val();
+    if (!Seen.insert(X).second || Seen.size() > 32) continue;
+    if (auto *L = dyn_cast<LoadInst>(X)) return L;
+    if (isa<TruncInst>(X) || isa<ZExtInst>(X) || isa<SExtInst>(X) || isa<BitCastInst>(X) || isa<FreezeInst>(X))
+      Work.push_back(cast<Instruction>(X)->getOperand(0));
+    else if (auto *P = dyn_cast<PHINode>(X))
+      for (const Value *In : P->incoming_values()) Work.push_back(In);
+    else if (auto *Sel = dyn_cast<SelectInst>(X)) {
+      Work.push_back(Sel->getTrueValue());
+      Work.push_back(Sel->getFalseValue());
+    }
+  }
+  return nullptr;
 }
 
 void LocalAnalysis::loadStore(DSHandle Ptr, DSHandle Val, Type *T) {
@@ -169,6 +192,12 @@ void LocalAnalysis::visit(Instruction &I, Function &F) {
     auto &S = cast<StoreInst>(I);
     Type *T = S.getValueOperand()->getType();
     if (isPtrLike(T, DL)) loadStore(handleOf(S.getPointerOperand()), handleOf(S.getValueOperand()), T);
+    else if (const LoadInst *L = narrowCopySource(S.getValueOperand()))
+      // Bytes (or 16/32-bit pieces) loaded from one object and stored into another: a
+      // copy loop written by hand (`*d++ = *s++` in a generic copy or swap). They may be
+      // the pieces of a pointer, so the two objects are one node, as for memcpy.
+      if (DSHandle Src = handleOf(L->getPointerOperand()))
+        if (DSHandle Dst = handleOf(S.getPointerOperand())) G.unify(Src, Dst);
     return;
   }
   case Instruction::AtomicCmpXchg: {
@@ -350,7 +379,10 @@ void LocalAnalysis::visitCall(CallBase &CB) {
     return;
   }
   case CalleeKind::NoCapture:
+    return;
   case CalleeKind::Intrinsic:
+    // A pointer from an intrinsic not known to pass one through is not followed: unknown.
+    if (CB.getType()->isPointerTy()) DSGraph::resolve(handleOf(&CB)).Node->Flags |= ExternalNode;
     return;
   case CalleeKind::ReturnsArg0:
     if (arg(0) && isPtrLike(CB.getType(), DL)) G.unify(handleOf(&CB), handleOf(arg(0)));

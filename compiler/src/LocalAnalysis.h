@@ -45,6 +45,7 @@ private:
   void visit(llvm::Instruction &I, llvm::Function &F);
   void visitCall(llvm::CallBase &CB);
   void loadStore(DSHandle Ptr, DSHandle Val, llvm::Type *T);
+  const llvm::LoadInst *narrowCopySource(const llvm::Value *V);
   // Records on each node the alignment its types need (APA 5.4), after the points-to pass.
   void noteAlignments(llvm::Function &F);
   DSHandle constantHandle(const llvm::Constant *C);
