@@ -1,6 +1,7 @@
 // Bottom-up inlining of callee graphs over the SCCs of the direct call graph.
 #include "BottomUp.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 
@@ -69,7 +70,37 @@ void BottomUp::computeSCCs() {
     if (!Index.count(F)) strong(F);
 }
 
+// Whether some inttoptr may make a pointer from an integer the analysis did not follow: its
+// operand is not, through add/sub/and/or/xor/phi/select/freeze, made only of ptrtoints and
+// constants (it comes from memory, a call, an argument, or other arithmetic). Then a pointer
+// that went into untracked arithmetic may come back anywhere (ArithEscape is external).
+static bool mayRebuildHiddenPointers(Module &M) {
+  for (Function &F : M)
+    for (Instruction &I : instructions(F)) {
+      if (!isa<IntToPtrInst>(I)) continue;
+      SmallVector<const Value *, 8> Work{I.getOperand(0)};
+      SmallPtrSet<const Value *, 16> Seen;
+      while (!Work.empty()) {
+        const Value *V = Work.pop_back_val();
+        if (isa<Constant>(V) || !Seen.insert(V).second) continue;
+        auto *X = dyn_cast<Instruction>(V);
+        if (!X) return true;
+        switch (X->getOpcode()) {
+        case Instruction::PtrToInt: continue;
+        case Instruction::Add: case Instruction::Sub: case Instruction::And: case Instruction::Or:
+        case Instruction::Xor: case Instruction::PHI: case Instruction::Select: case Instruction::Freeze:
+          for (const Value *Op : X->operands())
+            if (Op->getType() == X->getType()) Work.push_back(Op);
+          continue;
+        default: return true;
+        }
+      }
+    }
+  return false;
+}
+
 void BottomUp::run() {
+  HiddenPointers = mayRebuildHiddenPointers(M);
   computeSCCs();
   for (unsigned I = 0; I < SCCs.size(); ++I) {
     CurrentSCC = I;
@@ -82,7 +113,7 @@ void BottomUp::run() {
       for (Argument &A : F->args()) LA.handleOf(&A);
     for (Function *F : SCCs[I].Members) LA.analyze(*F);
     resolveIndirectCalls(G);
-    G.propagateExternal();
+    G.propagateExternal(HiddenPointers);
     Current = nullptr;
   }
 }

@@ -31,6 +31,8 @@ public:
   const std::vector<SCCInfo> &sccs() const { return SCCs; }
   unsigned sccOf(const llvm::Function *F) const { return SCCIndex.at(F); }
   bool hasBody(const llvm::Function *F) const { return SCCIndex.count(F) != 0; }
+  // Some inttoptr may rebuild a pointer hidden in untracked arithmetic (DSGraph.h flags).
+  bool hiddenPointers() const { return HiddenPointers; }
   // Callee node (in the callee's graph) -> its copy in the caller's graph, per call site.
   const std::map<const DSNode *, DSNode *> *nodeMap(const llvm::CallBase *CB) const;
   // Calls to functions with a body that were resolved as calls (not as unknown code).
@@ -66,6 +68,7 @@ private:
       IndirectMaps;
   unsigned CurrentSCC = 0;
   LocalAnalysis *Current = nullptr;
+  bool HiddenPointers = false;
 };
 
 } // namespace hlapa

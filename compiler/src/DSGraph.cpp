@@ -286,10 +286,13 @@ std::vector<DSNode *> DSGraph::representatives() const {
   return Out;
 }
 
-void DSGraph::propagateExternal() {
+void DSGraph::propagateExternal(bool HiddenPointers) {
   std::vector<DSHandle> Roots;
-  for (DSNode *N : representatives())
+  for (DSNode *N : representatives()) {
+    if ((N->has(OpaqueIntNode) && N->has(IntToPtrNode)) || (HiddenPointers && N->has(ArithEscapeNode)))
+      N->Flags |= ExternalNode;
     if (N->has(ExternalNode)) Roots.push_back({N, 0});
+  }
   for (DSNode *N : reachable(Roots)) N->Flags |= ExternalNode;
 }
 
@@ -306,8 +309,9 @@ void DSGraph::print(raw_ostream &OS) const {
   for (DSNode *N : representatives()) {
     if (N->Edges.empty() && !N->Flags && !Names.count(N)) continue;
     OS << "  n" << N->Id << " [";
-    const char *FlagNames[] = {"H", "S", "G", "X", "collapsed", "array", "vararg"};
-    for (unsigned B = 0; B < 7; ++B)
+    const char *FlagNames[] = {"H", "S", "G", "X", "collapsed", "array", "vararg", "opaque-int", "inttoptr",
+                               "arith-escape"};
+    for (unsigned B = 0; B < 10; ++B)
       if (N->Flags & (1u << B)) OS << FlagNames[B] << " ";
     OS << "]";
     if (N->Stride) OS << " stride " << N->Stride;

@@ -39,6 +39,15 @@ enum DSFlag : unsigned {
   CollapsedNode = 1u << 4, // accessed at inconsistent offsets: one field only
   ArrayNode = 1u << 5,     // indexed with a variable index
   VarArgNode = 1u << 6,    // reached through va_arg (treated as external)
+  // Pointers hidden in integers (LocalAnalysis): OpaqueInt, a pointer-sized integer made by
+  // arithmetic the analysis does not follow (mul, shift, div, extension, ...); IntToPtr, an
+  // inttoptr made a pointer from a value of the node; ArithEscape, a pointer into the node
+  // went as an integer into such arithmetic (or was cut to a narrower integer). OpaqueInt
+  // with IntToPtr is external (the pointer made may be anything); ArithEscape is external
+  // when the module may turn a hidden integer back into a pointer (propagateExternal).
+  OpaqueIntNode = 1u << 7,
+  IntToPtrNode = 1u << 8,
+  ArithEscapeNode = 1u << 9,
 };
 
 // An allocation or free call inside the translation unit, as the statistics name it.
@@ -125,7 +134,8 @@ public:
   std::vector<DSNode *> representatives() const;
   // Gives every node reachable from an ExternalNode the flag too (code that can reach an
   // object can reach what it points to).
-  void propagateExternal();
+  // OpaqueInt+IntToPtr nodes, and ArithEscape nodes if `HiddenPointers`, are external first.
+  void propagateExternal(bool HiddenPointers = false);
 
   size_t nodeCount() const { return Nodes.size(); }
   // A readable dump (HEAPLAYOUT_CC_DEBUG=1): nodes, flags, edges and the values on them.

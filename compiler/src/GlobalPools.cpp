@@ -26,7 +26,7 @@ GlobalsGraph::GlobalsGraph(Module &M, const BottomUp &BU, bool WholeProgram) {
     for (auto &GH : G.globals()) Roots.push_back(GH.second);
     GG.cloneFrom(G, Roots, Maps[I]);
   }
-  GG.propagateExternal();
+  GG.propagateExternal(BU.hiddenPointers());
 }
 
 const DSNode *GlobalsGraph::nodeFor(unsigned SCC, const DSNode *N) const {

@@ -101,6 +101,19 @@ const LoadInst *LocalAnalysis::narrowCopySource(const Value *V) {
   return nullptr;
 }
 
+// An address that walks through memory: a GEP with a variable index, or a loop-carried
+// pointer (phi, select), possibly offset by constant GEPs.
+static bool movingAddress(const Value *P) {
+  for (int Depth = 0; Depth < 8; ++Depth) {
+    if (isa<PHINode>(P) || isa<SelectInst>(P)) return true;
+    auto *GEP = dyn_cast<GEPOperator>(P);
+    if (!GEP) return false;
+    if (!GEP->hasAllConstantIndices()) return true;
+    P = GEP->getPointerOperand();
+  }
+  return true;
+}
+
 void LocalAnalysis::loadStore(DSHandle Ptr, DSHandle Val, Type *T) {
   if (!Ptr || !Val) return;
   uint64_t Size = DL.getTypeStoreSize(T).getKnownMinValue();
@@ -193,11 +206,13 @@ void LocalAnalysis::visit(Instruction &I, Function &F) {
     Type *T = S.getValueOperand()->getType();
     if (isPtrLike(T, DL)) loadStore(handleOf(S.getPointerOperand()), handleOf(S.getValueOperand()), T);
     else if (const LoadInst *L = narrowCopySource(S.getValueOperand()))
-      // Bytes (or 16/32-bit pieces) loaded from one object and stored into another: a
-      // copy loop written by hand (`*d++ = *s++` in a generic copy or swap). They may be
-      // the pieces of a pointer, so the two objects are one node, as for memcpy.
-      if (DSHandle Src = handleOf(L->getPointerOperand()))
-        if (DSHandle Dst = handleOf(S.getPointerOperand())) G.unify(Src, Dst);
+      // Bytes (or 16/32-bit pieces) loaded from one object and stored into another at a
+      // moving address: a copy loop written by hand (`*d++ = *s++`, `d[i] = s[i]` in a
+      // generic copy or swap). They may be the pieces of a pointer, so the two objects are
+      // one node, as for memcpy. A copy between fixed fields (`a->n = b->m`) is not one.
+      if (movingAddress(L->getPointerOperand()) || movingAddress(S.getPointerOperand()))
+        if (DSHandle Src = handleOf(L->getPointerOperand()))
+          if (DSHandle Dst = handleOf(S.getPointerOperand())) G.unify(Src, Dst);
     return;
   }
   case Instruction::AtomicCmpXchg: {
@@ -264,6 +279,7 @@ void LocalAnalysis::visit(Instruction &I, Function &F) {
   case Instruction::IntToPtr: {
     if (DSHandle H = handleOf(I.getOperand(0))) {
       G.unify(handleOf(&I), H);
+      DSGraph::resolve(H).Node->Flags |= IntToPtrNode;
     } else if (!isa<Constant>(I.getOperand(0))) { // a pointer made from arithmetic we do not follow
       DSGraph::resolve(handleOf(&I)).Node->Flags |= ExternalNode;
     }
@@ -273,7 +289,23 @@ void LocalAnalysis::visit(Instruction &I, Function &F) {
   case Instruction::AddrSpaceCast:
   case Instruction::PtrToInt:
   case Instruction::Freeze:
-    if (isPtrLike(I.getType(), DL)) unifyWith(I.getOperand(0));
+    if (isPtrLike(I.getType(), DL) && isPtrLike(I.getOperand(0)->getType(), DL)) unifyWith(I.getOperand(0));
+    else opaqueArithmetic(I); // a pointer cut to a narrower integer, an i64 from a double
+    return;
+  case Instruction::Mul:
+  case Instruction::UDiv:
+  case Instruction::SDiv:
+  case Instruction::URem:
+  case Instruction::SRem:
+  case Instruction::Shl:
+  case Instruction::LShr:
+  case Instruction::AShr:
+  case Instruction::Trunc:
+  case Instruction::ZExt:
+  case Instruction::SExt:
+  case Instruction::FPToUI:
+  case Instruction::FPToSI:
+    opaqueArithmetic(I);
     return;
   case Instruction::Add:
   case Instruction::Sub:
@@ -319,13 +351,23 @@ void LocalAnalysis::visit(Instruction &I, Function &F) {
   }
 }
 
+// An instruction the points-to walk does not follow: a pointer-sized integer it makes is
+// OpaqueInt, and a pointer whose integer it takes is ArithEscape (DSGraph.h).
+void LocalAnalysis::opaqueArithmetic(Instruction &I) {
+  if (isPtrLike(I.getType(), DL) && I.getType()->isIntegerTy())
+    DSGraph::resolve(handleOf(&I)).Node->Flags |= OpaqueIntNode;
+  for (Value *Op : I.operands())
+    if (!isa<Constant>(Op) && isPtrLike(Op->getType(), DL) && (!isa<CallBase>(I) || Op->getType()->isIntegerTy()))
+      if (DSHandle H = handleOf(Op)) DSGraph::resolve(H).Node->Flags |= ArithEscapeNode;
+}
+
 void LocalAnalysis::visitUnknownCall(CallBase &CB) {
   Kinds[&CB] = CalleeKind::Unknown;
+  // Pointer-sized integers too: a pointer handed over as an intptr_t handle is kept by the
+  // unknown code as surely as a pointer, and one that comes back as an integer may be one.
   for (Value *A : CB.args())
-    if (A->getType()->isPointerTy() || (A->getType()->isVectorTy() && isPtrLike(A->getType(), DL)))
-      escapeToUnknown(A);
-  if (CB.getType()->isPointerTy() || (isPtrLike(CB.getType(), DL) && !CB.getType()->isIntegerTy()))
-    DSGraph::resolve(handleOf(&CB)).Node->Flags |= ExternalNode;
+    if (isPtrLike(A->getType(), DL)) escapeToUnknown(A);
+  if (isPtrLike(CB.getType(), DL)) DSGraph::resolve(handleOf(&CB)).Node->Flags |= ExternalNode;
 }
 
 void LocalAnalysis::visitCall(CallBase &CB) {
@@ -381,8 +423,10 @@ void LocalAnalysis::visitCall(CallBase &CB) {
   case CalleeKind::NoCapture:
     return;
   case CalleeKind::Intrinsic:
-    // A pointer from an intrinsic not known to pass one through is not followed: unknown.
+    // A pointer from an intrinsic not known to pass one through is not followed: unknown;
+    // pointer-sized integers in and out of one (bswap, fshl, umax, ...) are arithmetic.
     if (CB.getType()->isPointerTy()) DSGraph::resolve(handleOf(&CB)).Node->Flags |= ExternalNode;
+    else opaqueArithmetic(CB);
     return;
   case CalleeKind::ReturnsArg0:
     if (arg(0) && isPtrLike(CB.getType(), DL)) G.unify(handleOf(&CB), handleOf(arg(0)));

@@ -39,6 +39,7 @@ public:
   // Marks what a pointer argument of an unknown call points to as external.
   void escapeToUnknown(const llvm::Value *V);
   void visitUnknownCall(llvm::CallBase &CB);
+  void opaqueArithmetic(llvm::Instruction &I);
 
 
 private:
