@@ -917,12 +917,17 @@ void save_handle(intptr_t h);
 intptr_t load_handle(void);
 static void put(struct node *h) { save_handle((intptr_t)h); }
 static struct node *get(void) { return (struct node *)load_handle(); }
-#else           /* a struct copied into a global byte by byte (a generic copy written by hand) */
+#else           /* a struct copied into a global byte by byte, or in 32-bit words (KIND 5) */
 struct slot { struct node *list; long tag; };
 struct slot table[4];
 static void copy_bytes(void *dst, const void *src, unsigned long n) {
+#if KIND == 5
+  unsigned *d = dst; const unsigned *s = src;
+  for (unsigned long i = 0; i < n / 4; i++) d[i] = s[i];
+#else
   char *d = dst; const char *s = src;
   while (n--) *d++ = *s++;
+#endif
 }
 static void put(struct node *h) { struct slot t = {h, 1}; copy_bytes(&table[1], &t, sizeof t); }
 static struct node *get(void) { return table[1].list; }
@@ -957,7 +962,8 @@ intptr_t load_handle(void) { return saved; }
 """
 
 
-@pytest.mark.parametrize("kind", ["1", "2", "3", "4"], ids=["thread-local", "byte-copy", "shifted", "int-handle"])
+@pytest.mark.parametrize("kind", ["1", "2", "3", "4", "5"],
+                         ids=["thread-local", "byte-copy", "shifted", "int-handle", "word-copy"])
 def test_a_list_kept_past_its_builder_is_not_in_its_builders_pool(tmp_path: Path, plugin: Path, kind: str) -> None:
     src = OUTLIVES.replace("#if KIND == 1", f"#define KIND {kind}\n#if KIND == 1")
     sources = {"outlives.c": src, **({"handles.c": HANDLES} if kind == "4" else {})}

@@ -114,6 +114,17 @@ static bool movingAddress(const Value *P) {
   return true;
 }
 
+// Whether every `Size`-byte piece of a pointer in this node, accessed at H, lies on the same
+// field as the pointer itself: the node is collapsed, or an array whose element size divides
+// both the piece size and 8 with H on an element start (uint32_t digits copied one by one:
+// the two halves of a pointer are both field 0). Otherwise the copy collapses the node.
+static bool piecesShareAnEdge(DSHandle H, uint64_t Size) {
+  const DSNode *N = H.Node;
+  if (N->has(CollapsedNode)) return true;
+  uint64_t S = N->Stride;
+  return S && N->Ranges.empty() && 8 % S == 0 && Size % S == 0 && H.Offset % S == 0;
+}
+
 void LocalAnalysis::loadStore(DSHandle Ptr, DSHandle Val, Type *T) {
   if (!Ptr || !Val) return;
   uint64_t Size = DL.getTypeStoreSize(T).getKnownMinValue();
@@ -208,11 +219,19 @@ void LocalAnalysis::visit(Instruction &I, Function &F) {
     else if (const LoadInst *L = narrowCopySource(S.getValueOperand()))
       // Bytes (or 16/32-bit pieces) loaded from one object and stored into another at a
       // moving address: a copy loop written by hand (`*d++ = *s++`, `d[i] = s[i]` in a
-      // generic copy or swap). They may be the pieces of a pointer, so the two objects are
-      // one node, as for memcpy. A copy between fixed fields (`a->n = b->m`) is not one.
+      // generic copy or swap). They may be the pieces of a pointer, so what the two objects
+      // point to is one node: both collapse to one field and their edges are unified. (The
+      // objects themselves stay apart: a string copied from argv does not make its copy
+      // external, only what the copy could point to.) A copy between fixed fields
+      // (`a->n = b->m`) is not one.
       if (movingAddress(L->getPointerOperand()) || movingAddress(S.getPointerOperand()))
         if (DSHandle Src = handleOf(L->getPointerOperand()))
-          if (DSHandle Dst = handleOf(S.getPointerOperand())) G.unify(Src, Dst);
+          if (DSHandle Dst = handleOf(S.getPointerOperand())) {
+            uint64_t Size = DL.getTypeStoreSize(T).getFixedValue();
+            for (DSHandle H : {Src, Dst})
+              if (!piecesShareAnEdge(DSGraph::resolve(H), Size)) G.collapse(DSGraph::resolve(H).Node);
+            G.unify(G.edge(Src), G.edge(Dst));
+          }
     return;
   }
   case Instruction::AtomicCmpXchg: {
