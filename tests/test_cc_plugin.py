@@ -982,6 +982,17 @@ def test_a_list_kept_past_its_builder_is_not_in_its_builders_pool(tmp_path: Path
     assert run(exe).stdout == "3999000 499500\n"
 
 
+def test_a_pooled_program_run_under_the_compilers_settings_stays_quiet(tmp_path: Path, plugin: Path) -> None:
+    # a build that exports HEAPLAYOUT_CC_* runs the programs it builds (lemon, configure's
+    # tests) with them: the runtime linked into those must not warn about the plugin's settings
+    exe = compile_with(tmp_path, "pooled", {"outlives.c": OUTLIVES.replace("#if KIND == 1", "#define KIND 3\n#if KIND == 1")},
+                       pooled=True)
+    r = run(exe, env={"HEAPLAYOUT_CC_STATS": str(tmp_path / "s.jsonl"), "HEAPLAYOUT_CC_COLLOCATE": "maximal"})
+    assert (r.stdout, r.stderr, r.returncode) == ("3999000 499500\n", "", 0)
+    # the runtime's own unknown settings are still named
+    assert "HEAPLAYOUT_NO_SUCH" in run(exe, env={"HEAPLAYOUT_NO_SUCH": "1"}).stderr
+
+
 def test_driver_flags() -> None:
     ours, rest = cc.split_options(["--stats", "--no-pool", "-O2", "-c", "a.c"])
     assert ours["stats"] and ours["no_pool"] and rest == ["-O2", "-c", "a.c"]

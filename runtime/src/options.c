@@ -93,7 +93,10 @@ static void warn_unknown_variables(const char *const *env) {
     int known = 0;
     for (const char *const *k = known_variables; *k; k++)
       if (strlen(*k) == len && strncmp(*e, *k, len) == 0) known = 1;
-    if (!known && strncmp(*e, "HEAPLAYOUT_BUILD_DIR", len) != 0)
+    /* HEAPLAYOUT_BUILD_DIR is the tools' and HEAPLAYOUT_CC_* the compiler plugin's: a build
+     * that exports them runs the programs it builds (code generators, configure tests) with
+     * them, and a word on their stderr would change what those builds see. */
+    if (!known && strncmp(*e, "HEAPLAYOUT_BUILD_DIR", len) != 0 && strncmp(*e, "HEAPLAYOUT_CC_", 14) != 0)
       hl_message("ignoring unknown setting %.*s", (int)len, *e);
   }
 }
