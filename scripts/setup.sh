@@ -20,7 +20,11 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
-if ! python3 -c "import heaplayout, pytest, hypothesis" >/dev/null 2>&1 || ! command -v heaplayout >/dev/null 2>&1; then
+# the `heaplayout` command must run this checkout's package: asked from outside the checkout
+# (inside it, `import heaplayout` always finds the local folder), so that another checkout's
+# editable install is replaced rather than silently used by the demo
+installed=$(cd / && python3 -c "import heaplayout, pytest, hypothesis; print(heaplayout.__file__)" 2>/dev/null || true)
+if [ "$installed" != "$PWD/heaplayout/__init__.py" ] || ! command -v heaplayout >/dev/null 2>&1; then
   echo "[setup] installing the heaplayout Python package (editable)"
   python3 -m pip install -q -e ".[test]"
 fi
