@@ -86,3 +86,38 @@ def available_allocators() -> list[str]:
             continue
         names.append(name)
     return names
+
+
+# name -> (variable, value) that makes the allocator itself ask for transparent huge pages
+# (madvise MADV_HUGEPAGE on its heap), as a user could set it without us. tcmalloc's Debian
+# build has no such setting; a library given by path is unknown.
+HUGE_PAGE_SETTINGS: dict[str, tuple[str, str]] = {
+    "glibc": ("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1"),  # glibc 2.35 and later
+    "jemalloc": ("MALLOC_CONF", "thp:always"),
+    "mimalloc": ("MIMALLOC_LARGE_OS_PAGES", "1"),  # mimalloc 2.0's name (2.1: ALLOW_LARGE_OS_PAGES)
+}
+
+# Variables that hold a list of settings: a value we add joins the user's with this separator
+# (ours last, so ours wins where both name one setting) instead of replacing it.
+LIST_VARIABLES: dict[str, str] = {"GLIBC_TUNABLES": ":", "MALLOC_CONF": ","}
+
+
+def huge_page_env(name: str) -> dict[str, str]:
+    """The variables that turn huge pages on in allocator `name`; UnknownAllocator if it has
+    no such setting."""
+    if name not in HUGE_PAGE_SETTINGS:
+        raise UnknownAllocator(f"allocator {display_name(name)!r} has no setting for transparent huge pages "
+                               f"(known: {', '.join(HUGE_PAGE_SETTINGS)}); our runtime's huge_pages=1 on it "
+                               "puts only our pools on them")
+    var, value = HUGE_PAGE_SETTINGS[name]
+    return {var: value}
+
+
+def merge_settings(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """`extra` with each list variable (LIST_VARIABLES) that `base` also sets joined to
+    base's value: the user's GLIBC_TUNABLES or MALLOC_CONF stay in force beside ours."""
+    out = dict(extra)
+    for var, sep in LIST_VARIABLES.items():
+        if var in extra and base.get(var):
+            out[var] = f"{base[var]}{sep}{extra[var]}"
+    return out

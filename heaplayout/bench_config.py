@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from . import allocators, paths
-from .runtime_env import OPTION_VARIABLES, POLICIES, RuntimeConfig, allocator_env, runtime_env
+from .runtime_env import (OPTION_VARIABLES, POLICIES, RuntimeConfig, allocator_env, huge_pages_on, option_problem,
+                          runtime_env)
 
 DEFAULT_CONFIGS = ("glibc", "jemalloc", "mimalloc", "tcmalloc", "off", "callsite")
 # Policies the runtime will have; naming one that runtime_env does not know yet is a
@@ -99,12 +100,19 @@ def parse_spec(spec: str, label: str | None = None) -> Config:
             options[key] = value
 
     if (name in allocators.ALLOCATORS or allocators.is_library_path(name)) and not plus:
-        if argument is not None or options:
+        # a plain allocator takes one option, its own huge-page setting (allocators.py)
+        if argument is not None or set(options) - {"huge_pages"}:
             raise ConfigError(
                 f"configuration {label!r}: {name!r} is a plain allocator; options and arguments apply only to "
-                f"our policies (e.g. callsite+{name}:min_objects=10)"
+                f"our policies (e.g. callsite+{name}:min_objects=10), except huge_pages"
             )
-        return Config(label=label, spec=spec, allocator=name)
+        if options:
+            problem = option_problem("huge_pages", options["huge_pages"])
+            if problem:
+                raise ConfigError(f"configuration {label!r}: huge_pages {problem}")
+            if huge_pages_on(options) and name not in allocators.HUGE_PAGE_SETTINGS:
+                raise ConfigError(f"configuration {label!r}: {_no_huge_pages(name)}")
+        return Config(label=label, spec=spec, allocator=name, options=tuple(options.items()))
 
     if name in FUTURE_POLICIES and name not in POLICIES:
         raise ConfigError(f"configuration {label!r}: the {name!r} policy is not built yet (spec {spec!r})")
@@ -132,6 +140,14 @@ def parse_spec(spec: str, label: str | None = None) -> Config:
         policy=name,
         options=tuple(options.items()),
     )
+
+
+def _no_huge_pages(name: str) -> str:
+    try:
+        allocators.huge_page_env(name)
+    except allocators.UnknownAllocator as err:
+        return str(err)
+    return ""
 
 
 def parse_config(text: str) -> Config:
@@ -180,7 +196,7 @@ def config_env(config: Config) -> dict[str, str]:
     when an allocator package or the runtime library is missing."""
     try:
         if not config.uses_runtime:
-            return allocator_env(config.allocator)
+            return allocator_env(config.allocator, huge_pages=huge_pages_on(dict(config.options)))
         options = dict(config.options)
         plan = options.pop("plan", None)
         return runtime_env(RuntimeConfig(policy=config.policy or "off", allocator=config.allocator,
@@ -192,7 +208,7 @@ def config_env(config: Config) -> dict[str, str]:
 def program_env(base: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     """The user's environment minus any LD_PRELOAD, plus the configuration's variables."""
     env = {k: v for k, v in base.items() if k != "LD_PRELOAD"}
-    env.update(extra)
+    env.update(allocators.merge_settings(base, extra))
     return env
 
 

@@ -29,6 +29,7 @@ OPTION_VARIABLES: dict[str, str] = {
     "spare_chunks": "HEAPLAYOUT_SPARE_CHUNKS",  # empty chunks kept resident (HALO 5 keeps 1)
     "span_bytes": "HEAPLAYOUT_SPAN_BYTES",  # fresh space per size class comes in spans of this size
     "min_align": "HEAPLAYOUT_MIN_ALIGN",  # 8 or 16; unset: the plan's min_align (HALO 5 uses 8)
+    "huge_pages": "HEAPLAYOUT_HUGE_PAGES",  # 1: pools (and the allocator underneath) on transparent huge pages
 }
 
 # The runtime's defaults, as help texts show them: runtime/src/tunables.h is where they are
@@ -42,6 +43,7 @@ OPTION_DEFAULTS: dict[str, str] = {
     "chunk_colors": "64",  # HL_CHUNK_COLORS
     "spare_chunks": "8",  # HL_SPARE_CHUNKS
     "span_bytes": "16K",  # HL_SPAN_BYTES
+    "huge_pages": "0",  # HL_DEFAULT_HUGE_PAGES
 }
 
 
@@ -59,6 +61,7 @@ OPTION_RANGES: dict[str, tuple[int, int, bool]] = {
     "spare_chunks": (0, 4096, False),  # HL_MAX_SPARE_CHUNKS
     "span_bytes": (256, 1 << 20, False),  # HL_MIN_SPAN_BYTES, HL_MAX_SPAN_BYTES
     "min_align": (8, 16, True),
+    "huge_pages": (0, 1, False),
 }
 _SIZE_UNITS = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 
@@ -147,11 +150,19 @@ def runtime_env(config: RuntimeConfig) -> dict[str, str]:
         if c and r and r < 16 * c:
             raise ValueError(f"--range {rng or OPTION_DEFAULTS['range']} must hold at least 16 chunks of "
                              f"--chunk-size {chunk or OPTION_DEFAULTS['chunk_size']}")
+    if huge_pages_on(config.options):  # the allocator underneath too, where it has a setting
+        if config.allocator in allocators.HUGE_PAGE_SETTINGS:
+            env.update(allocators.huge_page_env(config.allocator))
     if config.stats:
         env["HEAPLAYOUT_STATS"] = "1"
     if config.stats_json:
         env["HEAPLAYOUT_STATS_JSON"] = config.stats_json
     return env
+
+
+def huge_pages_on(options: dict[str, str]) -> bool:
+    """Whether options (already checked by option_problem) ask for huge pages."""
+    return parse_size(str(options.get("huge_pages", "0"))) == 1
 
 
 def for_program(env: dict[str, str], program: str, target: str | None = None) -> dict[str, str]:
@@ -176,7 +187,11 @@ def for_program(env: dict[str, str], program: str, target: str | None = None) ->
     return {**env, "HEAPLAYOUT_PROGRAM": os.path.abspath(path)}
 
 
-def allocator_env(allocator: str) -> dict[str, str]:
-    """The variables for running under a plain allocator (no heaplayout runtime)."""
+def allocator_env(allocator: str, huge_pages: bool = False) -> dict[str, str]:
+    """The variables for running under a plain allocator (no heaplayout runtime), with its
+    own huge-page setting when `huge_pages` (ValueError if it has none)."""
     preload = preload_value(allocator, with_runtime=False)
-    return {"LD_PRELOAD": preload} if preload else {}
+    env = {"LD_PRELOAD": preload} if preload else {}
+    if huge_pages:
+        env.update(allocators.huge_page_env(allocator))
+    return env

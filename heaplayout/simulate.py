@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from . import paths
+from . import allocators, paths
 from .elf import is_elf
 from .program_input import open_stdin
 from .runtime_env import RuntimeConfig, allocator_env, for_program, runtime_env
@@ -179,7 +179,7 @@ def valgrind_env(client_env: dict[str, str], program: Sequence[str],
     env = dict(os.environ if base is None else base)
     user = env.pop("LD_PRELOAD", "").strip(": ")
     add = for_program(client_env, program[0], target)
-    env.update(add)
+    env.update(allocators.merge_settings(env, add))
     if user:
         env["LD_PRELOAD"] = f"{add['LD_PRELOAD']}:{user}" if add.get("LD_PRELOAD") else user
     return env, user

@@ -103,7 +103,7 @@ def test_help_shows_the_runtimes_defaults():
     macros = {"min_objects": "HL_DEFAULT_MIN_OBJECTS", "max_size": "HL_DEFAULT_MAX_SIZE",
               "chunk_size": "HL_DEFAULT_CHUNK_SIZE", "range": "HL_DEFAULT_RANGE", "cc_block": "HL_DEFAULT_CC_BLOCK",
               "chunk_colors": "HL_CHUNK_COLORS", "spare_chunks": "HL_SPARE_CHUNKS",
-              "span_bytes": "HL_SPAN_BYTES"}
+              "span_bytes": "HL_SPAN_BYTES", "huge_pages": "HL_DEFAULT_HUGE_PAGES"}
     values = tunables()
     assert {name: size_value(text) for name, text in OPTION_DEFAULTS.items()} == \
         {name: values[macro] for name, macro in macros.items()}

@@ -51,13 +51,17 @@ def add_runtime_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-align", metavar="N", choices=("8", "16"),
                         help="8: objects whose size is an odd multiple of 8 may be 8-aligned in every pool "
                         "(HALO; unsafe for clang-built code); 16: never (default: the plan's min_align, else 16)")
+    parser.add_argument("--huge-pages", metavar="0|1", choices=("0", "1"),
+                        help="1: our pools, and the allocator underneath where it has a setting for it (glibc, "
+                        "jemalloc, mimalloc), ask the kernel for transparent huge pages (default "
+                        f"{d['huge_pages']})")
 
 
 def config_from_args(args: argparse.Namespace) -> RuntimeConfig:
     options = {
         name: getattr(args, name)
         for name in ("min_objects", "max_size", "chunk_size", "range", "cc_block", "chunk_colors", "spare_chunks",
-                     "span_bytes", "min_align")
+                     "span_bytes", "min_align", "huge_pages")
         if getattr(args, name, None) is not None
     }
     policy = args.policy or ("plan" if getattr(args, "plan", None) else "callsite")
@@ -142,7 +146,7 @@ def run_command(args: argparse.Namespace) -> int:
     if full_env.get("LD_PRELOAD") and "LD_PRELOAD" in env:
         # keep what the user preloads, after ours and the chosen allocator
         env["LD_PRELOAD"] = env["LD_PRELOAD"] + ":" + full_env["LD_PRELOAD"]
-    full_env.update(env)
+    full_env.update(allocators.merge_settings(full_env, env))
     if stdin is not None:
         redirect_stdin(stdin)
     # Python starts with SIGPIPE and SIGXFSZ ignored, and an ignored signal stays ignored

@@ -38,6 +38,15 @@ static size_t page_size(void) {
 }
 
 static size_t range_limit; /* the most hl_rng.size may grow to (HEAPLAYOUT_RANGE) */
+static int range_huge;     /* HEAPLAYOUT_HUGE_PAGES: ask for transparent huge pages */
+
+/* A mapped part of the range, offered to the kernel for 2 MiB pages: one TLB entry then
+ * covers 512 of our 4 KiB pages, which pointer-chasing over a large heap needs (tunables.h,
+ * HL_DEFAULT_HUGE_PAGES). Only a request: the kernel's THP mode decides, and an error
+ * (a kernel without THP) changes nothing. */
+static void offer_huge_pages(uintptr_t at, size_t bytes) {
+  if (range_huge) madvise((void *)at, bytes, MADV_HUGEPAGE);
+}
 
 /* [at, at + bytes) mapped for pools exactly there, or 0 (something else is there). */
 static int map_exactly(uintptr_t at, size_t bytes) {
@@ -53,7 +62,7 @@ static int map_exactly(uintptr_t at, size_t bytes) {
   return 0;
 }
 
-int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block) {
+int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block, int huge_pages) {
   range_size = (range_size + chunk_size - 1) & ~(chunk_size - 1);
   /* aligned past the header colour's bits too, so that a chunk's colour is its number's
    * (hl_chunk_at), the same on every run whatever address the range gets */
@@ -74,6 +83,8 @@ int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block) {
     mapped = range_size;
   }
   range_limit = range_size;
+  range_huge = huge_pages;
+  offer_huge_pages(base, mapped);
 
   size_t ps = page_size();
   /* from the start of the header's page (hl_chunk_at: the header lies up to 15 x 128 bytes
@@ -105,6 +116,7 @@ static int range_grow(void) {
     range_limit = size;
     return 0;
   }
+  offer_huge_pages(hl_rng.base + size, grow);
   atomic_thread_fence(memory_order_release);
   hl_rng.size = size + grow;
   return 1;

@@ -43,7 +43,8 @@ void hl_init(void) {
   enum hl_policy policy = hl_state.opt.policy;
   if (policy == HL_POLICY_PLAN && !hl_plan_load(hl_state.opt.plan)) policy = HL_POLICY_OFF;
   if (policy == HL_POLICY_DPA) hl_sandbox_check_inherited();
-  if (!hl_range_init(hl_state.opt.range_size, hl_state.opt.chunk_size, hl_state.opt.cc_block)) {
+  if (!hl_range_init(hl_state.opt.range_size, hl_state.opt.chunk_size, hl_state.opt.cc_block,
+                     (int)hl_state.opt.huge_pages)) {
     hl_message("could not reserve %zu bytes of address space for pools; running unoptimized",
                hl_state.opt.range_size);
     policy = HL_POLICY_OFF;

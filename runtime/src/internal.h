@@ -98,6 +98,7 @@ typedef struct hl_options {
   uint32_t cc_block;
   uint32_t chunk_colors; /* new chunks cycle through this many start offsets (1: none) */
   uint32_t spare_chunks; /* empty chunks kept resident for reuse */
+  uint32_t huge_pages;   /* 1: the range asks for transparent huge pages (chunk.c) */
   uint32_t span_bytes;   /* fresh space is carved per size class in spans of this size (alloc.c) */
   uint32_t min_align;    /* 8: slots of odd multiples of 8 may be 8-aligned (size_class.c); 0 unset */
   uint32_t min_align_env; /* min_align came from the environment (it then covers site pools too) */
@@ -259,7 +260,7 @@ static inline uint8_t hl_class_at(hl_chunk *c, const void *p) {
   return *hl_sizemap_entry(c, p) & ~HL_SIZEMAP_FREE;
 }
 
-int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block);
+int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block, int huge_pages);
 hl_chunk *hl_chunk_acquire(uint16_t pool);   /* NULL when the range is exhausted */
 void hl_chunk_release(hl_chunk *c);
 void hl_chunk_reset(hl_chunk *c);            /* forget every object: fresh bump space */

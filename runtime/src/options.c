@@ -18,7 +18,7 @@ static const char *const known_variables[] = {
     "HEAPLAYOUT_CHUNK_SIZE", "HEAPLAYOUT_RANGE",       "HEAPLAYOUT_CC_BLOCK",
     "HEAPLAYOUT_STATS",      "HEAPLAYOUT_STATS_JSON",  "HEAPLAYOUT_PLAN",        "HEAPLAYOUT_PROGRAM",
     "HEAPLAYOUT_CHUNK_COLORS",
-    "HEAPLAYOUT_SPARE_CHUNKS", "HEAPLAYOUT_MIN_ALIGN", "HEAPLAYOUT_SPAN_BYTES",
+    "HEAPLAYOUT_SPARE_CHUNKS", "HEAPLAYOUT_MIN_ALIGN", "HEAPLAYOUT_SPAN_BYTES", "HEAPLAYOUT_HUGE_PAGES",
     NULL,
 };
 
@@ -142,6 +142,7 @@ void hl_options_parse(hl_options *opt, const char *const *env, int secure) {
   opt->chunk_colors = HL_CHUNK_COLORS;
   opt->spare_chunks = HL_SPARE_CHUNKS;
   opt->span_bytes = HL_SPAN_BYTES;
+  opt->huge_pages = HL_DEFAULT_HUGE_PAGES;
   opt->min_align = 0; /* unset: the plan's min_align record decides, else 16 (tunables.h) */
   if (secure) return; /* set-uid/set-gid: the environment is not trusted */
   if (is_other_program(env)) return;
@@ -202,6 +203,9 @@ void hl_options_parse(hl_options *opt, const char *const *env, int secure) {
   v = opt->span_bytes;
   ok &= size_setting(env, "HEAPLAYOUT_SPAN_BYTES", HL_MIN_SPAN_BYTES, HL_MAX_SPAN_BYTES, 0, &v);
   opt->span_bytes = (uint32_t)v;
+  v = opt->huge_pages;
+  ok &= size_setting(env, "HEAPLAYOUT_HUGE_PAGES", 0, 1, 0, &v);
+  opt->huge_pages = (uint32_t)v;
   v = 0;
   ok &= size_setting(env, "HEAPLAYOUT_MIN_ALIGN", 8, 16, 1, &v);
   opt->min_align = (uint32_t)v;

@@ -65,6 +65,13 @@
 #define HL_HEADER_COLOR_STEP (4096u + 128u)
 #define HL_HEADER_COLOR_BIT 20u /* the colour's lowest address bit */
 
+/* (env HEAPLAYOUT_HUGE_PAGES) 1: the pools' range is madvised MADV_HUGEPAGE, so where the
+ * kernel's THP mode is "madvise" (Debian's default) it is backed by 2 MiB pages. Off by
+ * default, as the allocators ship: huge pages cost resident memory (a 2 MiB page for a
+ * partly used chunk pair) and fault-time compaction, and pay only where the heap's pages
+ * overflow the TLB. `optimize` measures both (docs/results.md section 32). */
+#define HL_DEFAULT_HUGE_PAGES 0u
+
 /* (env HEAPLAYOUT_SPARE_CHUNKS) Empty chunks kept resident for reuse; the others' pages go
  * back to the OS. HALO 5 keeps one, as early jemalloc did; we keep 8 (8 MiB of 1 MiB
  * chunks): a structure freed and rebuilt every round (apa_split) re-faulted ~9000 pages,
