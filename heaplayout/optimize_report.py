@@ -178,6 +178,11 @@ def verdict_lines(run: OptimizeRun) -> list[str]:
         lines.append(f"RECOMMENDED: {rec.label} alone — no strategy beat the best allocator alone by a margin the "
                      "rounds resolve, so the allocator alone is recommended")
     lines.append(f"  why: {d.reason}")
+    if d.resolved and rec.huge_pages:
+        lines.append("  huge pages: " + ("the gain is the allocator's own setting for transparent huge pages, "
+                                         "which it has without heaplayout (docs/optimize.md)" if rec.strategy == "alone"
+                                         else "our pools, and the allocator underneath where it has the setting, "
+                                         "on transparent huge pages"))
     lines.append(f"  config (heaplayout bench --config): {rec.spec}")
     lines.append(f"  run it: {use_command(rec, run.program, run.stdin, run.target)}")
     if best is not None:
@@ -226,7 +231,7 @@ def to_json(run: OptimizeRun) -> dict:
         rss = run.peak_rss_kib.get(c.label, [])
         cands.append({
             "label": c.label, "config": c.spec, "allocator": c.allocator, "strategy": c.strategy,
-            "status": status_of(run, c.label),
+            "huge_pages": c.huge_pages, "status": status_of(run, c.label),
             "eliminated": None if e is None else dataclasses.asdict(e),
             "race": {"time_s": _times_json(race),
                      "ratio_to_best_allocator": _ratio_json(race, res.race.get(best, {})) if best else None},
@@ -243,7 +248,9 @@ def to_json(run: OptimizeRun) -> dict:
         bestc = run.candidate(best)
         recommendation = {
             "config": rec.spec, "label": rec.label, "allocator": rec.allocator, "strategy": rec.strategy,
-            "kind": "allocator alone" if rec.alone else "strategy",
+            "huge_pages": rec.huge_pages,
+            "kind": "allocator alone" if rec.alone else ("allocator on huge pages" if rec.strategy == "alone"
+                                                         else "strategy"),
             "resolved": d.resolved, "reason": d.reason, "best_allocator": best,
             "ratio_to_best_allocator": None if not d.resolved else {**d.summary.to_json(), "values": list(d.ratios)},
             "command": use_command(rec, run.program, run.stdin, run.target), "env": env,

@@ -38,6 +38,7 @@ from .bench_stats import Spread, paired_ratios, spread
 from .planning import planner
 
 ALONE = "alone"  # the allocator by itself, no runtime
+HUGE_SUFFIX = "+thp"  # a candidate's label and kind on transparent huge pages
 POLICY_STRATEGIES = ("callsite", "dpa")  # runtime policies that need no profile (dpa: docs/dpa.md)
 DEFAULT_STRATEGIES = ("callsite", "halo", "halo-site", "halo-rest")
 
@@ -89,22 +90,31 @@ class Candidate:
     spec: str  # a `heaplayout bench --config` spec, e.g. "plan+jemalloc=/abs/prog.halo-rest.plan"
     allocator: str  # a built-in allocator name or a library path
     strategy: str  # ALONE, a policy strategy, or a plan variant name
+    huge_pages: bool = False  # on transparent huge pages (the `huge_pages=1` option)
 
     @property
     def alone(self) -> bool:
-        return self.strategy == ALONE
+        """An allocator as it ships: the yardstick. With its huge-page setting it is a
+        candidate like our strategies, judged against the allocators as they ship."""
+        return self.strategy == ALONE and not self.huge_pages
+
+    @property
+    def kind(self) -> str:
+        """What the race tells apart when it picks finalists of different kinds."""
+        return f"{self.strategy}{HUGE_SUFFIX}" if self.huge_pages else self.strategy
 
 
-def candidate_spec(allocator: str, strategy: str, plan: Path | None = None) -> str:
+def candidate_spec(allocator: str, strategy: str, plan: Path | None = None, huge_pages: bool = False) -> str:
     """The bench configuration spec of `strategy` on `allocator` (glibc is left implicit)."""
     on = "" if allocator == "glibc" else f"+{allocator}"
+    option = ":huge_pages=1" if huge_pages else ""
     if strategy == ALONE:
-        return allocator
+        return allocator + option
     if strategy in POLICY_STRATEGIES:
-        return f"{strategy}{on}"
+        return f"{strategy}{on}{option}"
     if plan is None:
         raise ValueError(f"strategy {strategy!r} needs a plan file")
-    return f"plan{on}={plan}"
+    return f"plan{on}={plan}{option}"
 
 
 def make_candidates(allocator_names: Sequence[str], strategies: Sequence[str],
@@ -125,6 +135,16 @@ def make_candidates(allocator_names: Sequence[str], strategies: Sequence[str],
         for a in allocator_names:
             out.append(Candidate(f"{s}+{short[a]}", candidate_spec(a, s, plans.get(s)), a, s))
     return out
+
+
+def huge_page_twin(c: Candidate) -> Candidate | None:
+    """`c` on transparent huge pages: an allocator alone with its own setting for them (None
+    for one without: tcmalloc, a library by path), a strategy with our pools and the
+    allocator underneath (where it has the setting) on them."""
+    if c.huge_pages or (c.alone and c.allocator not in allocators.HUGE_PAGE_SETTINGS):
+        return None
+    spec = c.spec + (",huge_pages=1" if ":" in c.spec else ":huge_pages=1")
+    return Candidate(f"{c.label}{HUGE_SUFFIX}", spec, c.allocator, c.strategy, True)
 
 
 # --------------------------------------------------------------------------- the rules
@@ -308,15 +328,20 @@ class SearchResult:
 
 
 def _cost(times: Times, label: str) -> float:
-    vals = sorted(times.get(label, {}).values())
+    # a huge-page twin not raced yet costs what its original did
+    vals = sorted((times.get(label) or times.get(label.removesuffix(HUGE_SUFFIX), {})).values())
     return vals[len(vals) // 2] if vals else 0.0
 
 
 def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, clock: Clock,
                settings: SearchSettings = SearchSettings(), say: Say = lambda _m: None,
-               warmup: Sequence[str] = ()) -> SearchResult:
+               warmup: Sequence[str] = (), twin: Callable[[Candidate], Candidate | None] | None = None) -> SearchResult:
     """Race, confirmation and decision (module docstring). `deadline` is a `clock()` value
-    the search plans to end by; the first race round always runs in full."""
+    the search plans to end by; the first race round always runs in full. With `twin`
+    (huge_page_twin), the race's survivors after `min_drop_rounds` rounds are joined by
+    their twins, raced from then on like the others: a setting that multiplies every
+    configuration's time alike is tried on the configurations still in the running, not on
+    all of them from the start (which would double the first rounds' cost)."""
     res = SearchResult(list(candidates))
     cands = res.by_label()
     survivors = [c.label for c in candidates]
@@ -366,6 +391,16 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
         _eliminate(res, survivors, best, settings, drop, rnd)
         say("standings (median ratio to " + best + "): " + ", ".join(
             f"{s} {standing(res.race, s, best):.3f}" for s in sorted(survivors, key=lambda s: standing(res.race, s, best))))
+        if twin is not None and rnd == settings.min_drop_rounds and rnd < settings.race_rounds:
+            added = [t for t in (twin(cands[s]) for s in survivors) if t is not None and t.label not in cands]
+            for t in added:
+                res.candidates.append(t)
+                cands[t.label] = t
+                survivors.append(t.label)
+                res.race[t.label] = {}
+            if added:
+                say(f"joining the race from round {rnd + 1}, on transparent huge pages: "
+                    + ", ".join(t.label for t in added))
         strategies = [s for s in survivors if not cands[s].alone]
         if rnd >= settings.race_rounds:
             res.stop_reason = f"{settings.race_rounds} race rounds done"
@@ -384,7 +419,7 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
         return res
     best = best_alone(res.race, alone_left()) or best
     strategies = [s for s in survivors if not cands[s].alone]
-    kind = {c.label: c.strategy for c in candidates}
+    kind = {c.label: c.kind for c in res.candidates}
     finalists = finalists_of(res.race, strategies, kind, best, settings)
     if not finalists:
         res.decision = decide(best, None, {}, settings)
@@ -421,7 +456,7 @@ def _eliminate(res: SearchResult, survivors: list[str], best: str, settings: Sea
     when a runner-up strategy kind is to be confirmed too (finalists_of), than that runner-up:
     only the finalists can be recommended, and the leader of noisy rounds may be the lucky one."""
     cands = res.by_label()
-    kind = {c.label: c.strategy for c in res.candidates}
+    kind = {c.label: c.kind for c in res.candidates}
     leader = min(survivors, key=lambda s: standing(res.race, s, best))
     kept = finalists_of(res.race, [s for s in survivors if not cands[s].alone], kind, best, settings)
     strategy_ref = kept[-1] if len(kept) > 1 else leader
@@ -444,7 +479,7 @@ def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None,
     if best is None:
         return False
     cands = res.by_label()
-    kind = {c.label: c.strategy for c in res.candidates}
+    kind = {c.label: c.kind for c in res.candidates}
     while True:
         strategies = [s for s in survivors if not cands[s].alone]
         kept = finalists_of(res.race, strategies, kind, best, settings)
@@ -452,7 +487,9 @@ def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None,
         reserve = settings.min_confirm_rounds * (confirm_round + sum(_cost(res.race, f) for f in kept))
         if clock() + sum(_cost(res.race, s) for s in survivors) + reserve <= deadline:
             return True
-        others = sorted((s for s in strategies if s not in kept), key=lambda s: standing(res.race, s, best))
+        # a twin that joined this round stands where its original does until it has run
+        others = sorted((s for s in strategies if s not in kept),
+                        key=lambda s: standing(res.race, s if res.race.get(s) else s.removesuffix(HUGE_SUFFIX), best))
         if not others:
             return False
         for label in others[len(others) // 2:]:

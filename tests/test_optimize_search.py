@@ -10,7 +10,7 @@ import pytest
 
 from heaplayout import bench
 from heaplayout.optimize_search import (Candidate, Measurement, SearchSettings, clearly_slower, decide,
-                                        make_candidates, run_search)
+                                        huge_page_twin, make_candidates, run_search)
 
 PLAN = Path("/plans/p.plan")
 
@@ -250,3 +250,47 @@ def test_a_finalist_failing_its_output_check_leaves_the_other():
     res = run_search(candidates(), run, deadline=1e9, clock=prog.clock)
     assert res.eliminated["halo+glibc"].phase == "confirm"
     assert res.decision.recommended == "callsite+jemalloc" and res.decision.resolved
+
+
+def test_huge_page_twins_and_their_bench_specs():
+    cs = make_candidates(["glibc", "tcmalloc", "/opt/lib/libfoo.so"], ["callsite", "halo"], {"halo": PLAN})
+    twins = {c.label: huge_page_twin(c) for c in cs}
+    # tcmalloc and a library by path have no huge-page setting of their own: no twin alone
+    assert twins["tcmalloc"] is None and twins["libfoo.so"] is None
+    g = twins["glibc"]
+    assert (g.label, g.spec, g.alone, g.kind) == ("glibc+thp", "glibc:huge_pages=1", False, "alone+thp")
+    assert twins["halo+tcmalloc"].spec == f"plan+tcmalloc={PLAN}:huge_pages=1"
+    assert twins["callsite+libfoo.so"].kind == "callsite+thp" and huge_page_twin(g) is None
+    opt = Candidate("x", "callsite:max_size=64", "glibc", "callsite")
+    assert huge_page_twin(opt).spec == "callsite:max_size=64,huge_pages=1"
+    for t in [t for t in twins.values() if t] + [huge_page_twin(opt)]:  # specs bench takes as they are
+        assert dict(bench.parse_config(t.spec).options)["huge_pages"] == "1", t.spec
+
+
+def test_twins_join_the_survivors_and_win_only_where_the_rounds_resolve_it():
+    cs = make_candidates(["glibc", "jemalloc", "tcmalloc"], ["callsite"], {})
+    true = {c.label: 1.0 for c in cs}
+    true["callsite+glibc"] = 1.3  # dropped before the twins join: it gets none
+    true.update({"glibc+thp": 1.0, "jemalloc+thp": 0.8, "callsite+jemalloc+thp": 0.9, "callsite+tcmalloc+thp": 1.0})
+    prog = FakeProgram(true)
+    res = run_search(cs, prog, deadline=1e9, clock=prog.clock, twin=huge_page_twin)
+    joined = {label for label, phase, rnd in prog.calls if label.endswith("+thp")}
+    assert "callsite+glibc+thp" not in joined and "tcmalloc+thp" not in joined and "jemalloc+thp" in joined
+    assert min(rnd for label, phase, rnd in prog.calls if label.endswith("+thp") and phase == "race") == 4
+    assert res.decision.resolved and res.decision.recommended == "jemalloc+thp"
+    tie = FakeProgram({**{c.label: 1.0 for c in cs}, **{f"{c.label}+thp": 1.0 for c in cs}}, noise=0.05)
+    res = run_search(cs, tie, deadline=1e9, clock=tie.clock, twin=huge_page_twin)
+    assert not res.decision.resolved and res.decision.recommended in ("glibc", "jemalloc", "tcmalloc")
+
+
+def test_huge_pages_auto_follows_the_kernels_mode(tmp_path):
+    from heaplayout.commands.optimize import huge_pages_wanted
+    mode = tmp_path / "enabled"
+    for text, want in [("always [madvise] never\n", True), ("[always] madvise never\n", False),
+                       ("always madvise [never]\n", False)]:
+        mode.write_text(text)
+        on, note = huge_pages_wanted("auto", mode)
+        assert on == want and (note == "") == want, text
+    assert huge_pages_wanted("auto", tmp_path / "none")[0] is False
+    assert huge_pages_wanted("on", tmp_path / "none") == (True, "")
+    assert huge_pages_wanted("off", mode) == (False, "")

@@ -49,7 +49,8 @@ from ..optimize_report import (OptimizeRun, env_file_text, recommendation_env, t
                                verdict_lines)
 from ..optimize_runner import CandidateRunner, NondeterministicOutput
 from ..optimize_search import (DEFAULT_STRATEGIES, POLICY_STRATEGIES, Candidate, Measurement, SearchResult,
-                               SearchSettings, make_candidates, plan_variants, run_search, strategy_names)
+                               SearchSettings, huge_page_twin, make_candidates, plan_variants, run_search,
+                               strategy_names)
 from ..planning import group_layout, planner
 from ..program_input import check_stdin_file
 
@@ -99,6 +100,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategies", default=",".join(DEFAULT_STRATEGIES), metavar="LIST",
                    help=f"strategies on each allocator, from: {', '.join(strategy_names())} "
                    f"(default {','.join(DEFAULT_STRATEGIES)})")
+    p.add_argument("--huge-pages", choices=("auto", "on", "off"), default="auto",
+                   help="also race every candidate on transparent huge pages (the allocators' own setting, and "
+                   "ours for our pools): auto (default) when the kernel's THP mode is madvise, where a process "
+                   "gets them only by asking (docs/optimize.md)")
     p.add_argument("--ignore", action="append", default=[], metavar="REGEX",
                    help="parts of stdout that may differ between identical runs (a timing line): matches are "
                         "left out of the output check; repeatable")
@@ -291,13 +296,19 @@ def optimize_command(args: argparse.Namespace) -> int:
 
     # 3. measure
     t = time.monotonic()
+    huge, why_not = huge_pages_wanted(args.huge_pages)
+    if why_not:
+        run.notes.append(why_not)
     candidates = make_candidates(allocs, strategies, run.plans)
+    twins = [t for t in map(huge_page_twin, candidates) if t is not None] if huge else []
     _say(f"stage 3/4: measure {len(candidates)} candidates on {shlex.join(program)}"
-         f"{' < ' + str(stdin) if stdin else ''}; {max(0.0, deadline - time.monotonic()):.0f} s of the budget left")
+         f"{' < ' + str(stdin) if stdin else ''}; {max(0.0, deadline - time.monotonic()):.0f} s of the budget left"
+         + (f"; the survivors of round {settings.min_drop_rounds} are joined by their twins on transparent huge "
+            "pages" if twins else ""))
     tmp = Path(tempfile.mkdtemp(prefix="heaplayout-optimize-"))
     try:
         try:
-            runner = CandidateRunner(program, candidates, tmp, stdin=stdin,
+            runner = CandidateRunner(program, [*candidates, *twins], tmp, stdin=stdin,
                                      digest=ignoring_digest(ignore) if ignore else None, normalize=normalizer(ignore),
                                      target=target, metric=metric.metric, output_files=output_files)
         except BenchError as err:
@@ -312,7 +323,8 @@ def optimize_command(args: argparse.Namespace) -> int:
 
         warmup = [c.label for c in candidates if c.alone] + [c.label for c in candidates if not c.alone][:1]
         try:
-            run.search = run_search(candidates, timed, deadline, time.monotonic, settings, _say, warmup)
+            run.search = run_search(candidates, timed, deadline, time.monotonic, settings, _say, warmup,
+                                    twin=huge_page_twin if twins else None)
         except NondeterministicOutput as err:
             print(f"{PROG}: {err}", file=sys.stderr)
             return 1
@@ -470,6 +482,26 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+THP_MODE_FILE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def huge_pages_wanted(choice: str, mode_file: Path = THP_MODE_FILE) -> tuple[bool, str]:
+    """Whether to race the huge-page twins, and a note when `auto` decides against it. Only
+    in THP mode `madvise` does asking make a difference: `always` gives every process huge
+    pages already (each twin would be its original), `never` gives none."""
+    if choice != "auto":
+        return choice == "on", ""
+    try:
+        text = mode_file.read_text()
+    except OSError:
+        return False, f"no huge-page candidates: {mode_file} cannot be read (a kernel without transparent huge pages)"
+    mode = text[text.find("[") + 1:text.find("]")] if "[" in text else text.strip()
+    if mode == "madvise":
+        return True, ""
+    return False, (f"no huge-page candidates: the kernel's THP mode is {mode!r} ({mode_file}), so asking for huge "
+                   "pages changes nothing" + (" (every process has them already)" if mode == "always" else ""))
+
+
 def _command_line(args: argparse.Namespace, program: list[str], train: list[str], allocs: list[str],
                   strategies: list[str], out: Path) -> str:
     """The optimize command line that repeats this one (every choice spelled out)."""
@@ -481,7 +513,7 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
     words += ["--allocator", ",".join(allocs), "--strategies", ",".join(strategies), "--budget", f"{args.budget:g}",
               "--metric", args.metric,
               "--runs", str(args.runs), "--race-rounds", str(args.race_rounds), "--min-gain", f"{args.min_gain:g}",
-              "--group-layout", args.group_layout, "-o", str(out)]
+              "--group-layout", args.group_layout, "--huge-pages", args.huge_pages, "-o", str(out)]
     if args.profile:
         words += ["--profile", str(Path(args.profile).resolve())]
     if args.program_exe:
