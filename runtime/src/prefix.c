@@ -523,6 +523,7 @@ int hl_prefix_load(const hl_plan_spec *spec, const hl_plan_rule_spec *prules, co
   void *region = mmap(NULL, spec->region_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                       -1, 0);
   if (region == MAP_FAILED) return 0;
+  if (hl_state.opt.huge_pages) madvise(region, spec->region_bytes, MADV_HUGEPAGE); /* as the pools' range (chunk.c) */
   px.offset = hl_meta_alloc(sizeof(uint32_t) * (n + 1));
   px.size = hl_meta_alloc(sizeof(uint32_t) * (n + 1));
   px.requested = hl_meta_alloc(sizeof(uint32_t) * (n + 1));
