@@ -59,6 +59,7 @@ class RunResult:
     stderr_path: Path
     stdout_sha256: str
     cpu_s: float | None = None  # user + system time (None: not measured)
+    ready_s: float | None = None  # runnable but waiting for a CPU (Launch.ready_s)
 
 
 class Launch(NamedTuple):
@@ -69,6 +70,9 @@ class Launch(NamedTuple):
     stdout: Path
     stderr: Path
     cpu_s: float  # user + system time of the program and the children it waited for
+    # time the program's main thread was ready to run but waited for a CPU (the kernel's
+    # schedstat run_delay, read before the program is reaped; None where unreadable)
+    ready_s: float | None = None
 
 
 # The process that starts the program. The child's peak RSS (ru_maxrss) includes the
@@ -76,8 +80,10 @@ class Launch(NamedTuple):
 # high-water mark over exec), and Python's subprocess uses vfork, which shares all of our
 # memory: a direct Popen would report at least this Python process's peak RSS for every
 # program. So a small launcher forks the program, times it around fork and wait4, and
-# writes "wall_s wait_status maxrss_kib cpu_s" to a result file (cpu_s: user + system time of
-# the program and the children it waited for, from wait4). The C launcher (compiled per
+# writes "wall_s wait_status maxrss_kib cpu_s ready_s" to a result file (cpu_s: user + system
+# time of the program and the children it waited for, from wait4; ready_s: how long its main
+# thread was runnable but not running, from /proc/PID/schedstat of the exited program, read
+# between waitid(WNOWAIT) and the wait4 that reaps it; -1 when unreadable). The C launcher (compiled per
 # bench invocation into its temporary directory, ~0.1 s) gives a floor of ~1.5 MB; without
 # a C compiler a minimal Python launcher (-I -S) is used, floor ~6 MB. The floor is measured
 # (`launcher_rss_floor`) and reported.
@@ -110,14 +116,27 @@ int main(int argc, char **argv) {
         dprintf(2, "heaplayout bench: cannot run %s: %s\n", argv[3], strerror(errno));
         _exit(127);
     }
-    while (wait4(pid, &status, 0, &ru) < 0)
+    siginfo_t info;
+    while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
         if (errno != EINTR) return 125;
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ready = -1;
+    char path[64];
+    unsigned long long run_ns, delay_ns;
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+    FILE *s = fopen(path, "r");
+    if (s) {
+        if (fscanf(s, "%llu %llu", &run_ns, &delay_ns) == 2) ready = (double)delay_ns * 1e-9;
+        fclose(s);
+    }
+    while (wait4(pid, &status, 0, &ru) < 0)
+        if (errno != EINTR) return 125;
     FILE *f = fopen(argv[1], "w");
     if (!f) return 125;
-    fprintf(f, "%.9f %d %ld %.6f\n", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
+    fprintf(f, "%.9f %d %ld %.6f %.6f\n", (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9,
             status, ru.ru_maxrss,
-            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6);
+            (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6,
+            ready);
     return fclose(f) ? 125 : 0;
 }
 """
@@ -140,10 +159,16 @@ if pid == 0:
     except OSError as e:
         os.write(2, ("heaplayout bench: cannot run %s: %s\n" % (prog[0], e.strerror)).encode())
     os._exit(127)
-_, status, ru = os.wait4(pid, 0)
+os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 t1 = time.perf_counter()
+try:
+    with open("/proc/%d/schedstat" % pid) as s:
+        ready = int(s.read().split()[1]) * 1e-9
+except (OSError, ValueError, IndexError):
+    ready = -1.0
+_, status, ru = os.wait4(pid, 0)
 with open(result, "w") as f:
-    f.write("%r %d %d %r\n" % (t1 - t0, status, ru.ru_maxrss, ru.ru_utime + ru.ru_stime))
+    f.write("%r %d %d %r %r\n" % (t1 - t0, status, ru.ru_maxrss, ru.ru_utime + ru.ru_stime, ready))
 """
 
 PYTHON_LAUNCHER = (sys.executable, "-I", "-S", "-c", _LAUNCHER_PY)
@@ -185,12 +210,13 @@ def run_once(program: Sequence[str], env: dict[str, str], workdir: Path, tag: st
         _, status, _ = os.wait4(proc.pid, 0)
         proc.returncode = ExitStatus.from_wait_status(status).code or 0  # reaped here, not by Popen
     try:
-        wall_text, status_text, rss_text, cpu_text = res_path.read_text().split()
+        wall_text, status_text, rss_text, cpu_text, ready_text = res_path.read_text().split()
     except (OSError, ValueError):
         raise BenchError(f"the launcher failed for {program[0]} (wait status {status}); see {err_path}") from None
     res_path.unlink()
+    ready = float(ready_text)
     return Launch(float(wall_text), ExitStatus.from_wait_status(int(status_text)), int(rss_text), out_path, err_path,
-                  float(cpu_text))
+                  float(cpu_text), ready if ready >= 0 else None)
 
 
 def launcher_rss_floor(workdir: Path, launcher: Sequence[str]) -> int:

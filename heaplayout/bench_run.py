@@ -219,10 +219,11 @@ def run_bench(program: Sequence[str], configs: Sequence[Config], workdir: Path, 
         say(f"[bench] {'warmup' if is_warmup else 'round'} {rnd}/{total} {label} {fmt_seconds(wall)} "
             f"(CPU {fmt_seconds(run.cpu_s)}){note}")
         sha = digest(out)
-        results[label].runs.append(RunResult(label, rnd, is_warmup, wall, status, rss, out, err, sha, run.cpu_s))
+        results[label].runs.append(RunResult(label, rnd, is_warmup, wall, status, rss, out, err, sha, run.cpu_s,
+                                             run.ready_s))
         check(label, rnd, is_warmup, kind, status, out, err, sha)
 
-    bench.metric = choose_metric(metric, [(r.wall_s, r.cpu_s) for cr in results.values() for r in cr.runs])
+    bench.metric = choose_metric(metric, [(r.wall_s, r.cpu_s, r.ready_s) for cr in results.values() for r in cr.runs])
     say(f"[bench] compared by {bench.metric.reason}")
     if cache is not None:
         for c in configs:

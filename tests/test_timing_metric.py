@@ -45,3 +45,16 @@ def test_run_seconds():
     assert run_seconds("cpu", 2.0, 1.5) == 1.5 and run_seconds("wall", 2.0, 1.5) == 2.0
     with pytest.raises(ValueError):
         run_seconds("cpu", 2.0, None)
+
+
+def test_ready_time_counts_as_busy():
+    """A program that lost the CPU to other jobs for half of every run still keeps one CPU
+    busy whenever it may: with the ready time it is timed by CPU time; a sleeper is not, and
+    a second busy thread (CPU + ready past the wall time) is not."""
+    loaded = [(2.0, 1.0, 0.98), (2.2, 1.0, 1.15)]
+    assert choose_metric("auto", [(w, c) for w, c, _ in loaded]).metric == "wall"  # as before ready time
+    c = choose_metric("auto", loaded)
+    assert c.metric == "cpu" and abs(c.cpu_per_wall - 0.99) < 1e-9 and "ready" in c.reason
+    assert choose_metric("auto", [(2.0, 0.1, 0.05)]).metric == "wall"
+    assert choose_metric("auto", [(2.0, 1.5, 1.0)]).metric == "wall"
+    assert choose_metric("auto", [(2.0, 1.0, None)]).metric == "wall"  # no schedstat: CPU / wall alone

@@ -447,7 +447,7 @@ def _reference_runs(program: list[str], stdin: Path | None, allocator: str, igno
             before = files_snapshot(output_files)
             runs.append(run_once(program, env, tmp, f"ref{i}", launcher, stdin=stdin))
             files.append(files_state(output_files, before))
-        clock = [(r.wall_s, r.cpu_s) for r in runs]
+        clock = [(r.wall_s, r.cpu_s, r.ready_s) for r in runs]
         status1, out1 = runs[0].status, runs[0].stdout
         status2, out2, err2 = runs[1].status, runs[1].stdout, runs[1].stderr
         _say(f"  {fmt_seconds(runs[0].wall_s)}, {fmt_seconds(runs[1].wall_s)} (CPU {fmt_seconds(runs[0].cpu_s)}, "
