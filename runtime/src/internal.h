@@ -138,6 +138,19 @@ typedef struct hl_next {
 } hl_next;
 
 extern hl_next hl_next_alloc;
+/* The next definitions of glibc's other names for its allocator, __libc_malloc and friends
+ * (glibc's own, or those of an allocator underneath that exports them too, as mimalloc and
+ * tcmalloc do): interpose.c's __libc_* send there whatever is not ours. */
+typedef struct hl_next_libc {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void *(*memalign)(size_t, size_t);
+  void *(*valloc)(size_t);
+  void *(*pvalloc)(size_t);
+} hl_next_libc;
+extern hl_next_libc hl_next_libc_alloc;
 void hl_next_resolve(void);
 void *hl_bootstrap_alloc(size_t size, size_t align);
 extern char hl_bootstrap_buf[HL_BOOTSTRAP_BYTES];
@@ -975,6 +988,7 @@ void *hl_prefix_try(size_t size, uintptr_t ra);      /* malloc's path for a cach
 void hl_prefix_count_realloc(void *const *fp);        /* a moving realloc counts at its site */
 int hl_prefix_first_frame(uintptr_t pc);  /* a rule of a site whose counter may still place starts at pc */
 int hl_prefix_live(void);                 /* some counter may still place */
+int hl_prefix_owns(const void *p);        /* p lies in the region (0 without one) */
 typedef struct hl_prefix_stats_t {
   uint64_t region_bytes, slots, taken, refused_site, refused_size, refused_busy, refused_thread, cut, freed, moved,
       reallocs, walks;

@@ -341,3 +341,77 @@ HL_EXPORT size_t malloc_usable_size(void *p) {
   if (HL_UNLIKELY(hl_next_alloc.malloc_usable_size == NULL)) hl_init();
   return hl_next_alloc.malloc_usable_size(p);
 }
+
+/* glibc's other names for its allocator. A program may pair them with the plain names: a
+ * malloc wrapper in the executable over __libc_malloc and __libc_free (the old malloc-hook
+ * idiom), or a malloc'd object released with __libc_free. Without these, libc's __libc_free
+ * got our pooled objects (memalign'd, or malloc'd) and aborted with "free(): invalid
+ * pointer", where the program runs fine on glibc alone, and on mimalloc and tcmalloc, which
+ * export these names too (found by a probe: tests/test_runtime_alloc_edges.py).
+ *
+ * The allocating names are not placed: they forward to the next definition, libc's (or
+ * the allocator underneath's own __libc_malloc), as the name asks. That keeps a wrapper
+ * library below us that defines malloc over __libc_malloc (libc_malloc_debug.so) from
+ * calling back into our malloc forever. free and realloc take back what is ours (pooled,
+ * a PreFix slot, the bootstrap buffer) and pass the rest on. */
+static inline int libc_name_ours(const void *p) {
+  return hl_is_ours(p) || HL_UNLIKELY(hl_is_bootstrap(p)) || (HL_UNLIKELY(hl_prefix_on) && hl_prefix_owns(p));
+}
+
+/* Resolved at start; NULL only before that: start up (a no-op when re-entered from start-up,
+ * where the allocator underneath may call one of these before its name is known: such a
+ * call is served as our own bootstrap allocations are). */
+#define LIBC_NEXT(name) \
+  (HL_LIKELY(hl_next_libc_alloc.name != NULL) ? hl_next_libc_alloc.name : (hl_init(), hl_next_libc_alloc.name))
+
+HL_EXPORT void *__libc_malloc(size_t size) {
+  void *(*f)(size_t) = LIBC_NEXT(malloc);
+  return f != NULL ? f(size) : hl_bootstrap_alloc(size, HL_GRANULE);
+}
+
+HL_EXPORT void *__libc_calloc(size_t n, size_t size) {
+  void *(*f)(size_t, size_t) = LIBC_NEXT(calloc);
+  if (f != NULL) return f(n, size);
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return hl_bootstrap_alloc(total, HL_GRANULE);
+}
+
+HL_EXPORT void *__libc_memalign(size_t align, size_t size) {
+  void *(*f)(size_t, size_t) = LIBC_NEXT(memalign);
+  return f != NULL ? f(align, size) : hl_bootstrap_alloc(size, align);
+}
+
+HL_EXPORT void *__libc_valloc(size_t size) {
+  void *(*f)(size_t) = LIBC_NEXT(valloc);
+  return f != NULL ? f(size) : hl_bootstrap_alloc(size, 4096);
+}
+
+HL_EXPORT void *__libc_pvalloc(size_t size) {
+  void *(*f)(size_t) = LIBC_NEXT(pvalloc);
+  return f != NULL ? f(size) : hl_bootstrap_alloc((size + 4095) & ~(size_t)4095, 4096);
+}
+
+HL_EXPORT void __libc_free(void *p) {
+  if (p == NULL) return;
+  if (libc_name_ours(p)) {
+    hl_free_fast(p);
+    return;
+  }
+  void (*f)(void *) = LIBC_NEXT(free);
+  if (f != NULL) f(p);
+}
+
+static HL_NOINLINE __attribute__((noclone)) void *libc_realloc_ours(void *p, size_t size) {
+  return realloc_from(p, size, HL_FRAME);
+}
+
+HL_EXPORT void *__libc_realloc(void *p, size_t size) {
+  if (p != NULL && libc_name_ours(p)) return libc_realloc_ours(p, size);
+  void *(*f)(void *, size_t) = LIBC_NEXT(realloc);
+  if (f != NULL) return f(p, size);
+  return p == NULL ? hl_bootstrap_alloc(size, HL_GRANULE) : NULL;
+}

@@ -16,6 +16,7 @@
 static void free_before_init(void *p) { (void)p; }
 
 hl_next hl_next_alloc = {.free = free_before_init};
+hl_next_libc hl_next_libc_alloc;
 
 _Alignas(64) char hl_bootstrap_buf[HL_BOOTSTRAP_BYTES];
 #define bootstrap_buf hl_bootstrap_buf
@@ -119,11 +120,28 @@ static void *allocator_own(const char *name) {
     hl_next_alloc.field = sym ? (__typeof__(hl_next_alloc.field))sym : (fallback); \
   } while (0)
 
+/* One of glibc's __libc_* names below us, or the plain name's definition below us when no
+ * library below exports the __libc_ one. */
+static void *libc_name(const char *libc_name, void *plain) {
+  void *sym = dlsym(RTLD_NEXT, libc_name);
+  return sym != NULL ? sym : plain;
+}
+
 void hl_next_resolve(void) {
   /* free stays the no-op until the end: a pointer from the buffer freed meanwhile (dlsym's
    * error strings replace each other) must not reach the allocator */
   void (*next_free)(void *) = dlsym(RTLD_NEXT, "free");
-  if (next_free == NULL) next_free = __libc_free;
+  if (next_free == NULL) next_free = __libc_free; /* nothing below us defines free: libc comes
+                                                   * before us, and so does its __libc_free */
+  /* first: the allocator underneath may itself call __libc_malloc while it serves our
+   * bootstrap requests below (glibc's libc_malloc_debug.so does), and ours forwards there */
+  hl_next_libc_alloc.malloc = libc_name("__libc_malloc", dlsym(RTLD_NEXT, "malloc"));
+  hl_next_libc_alloc.calloc = libc_name("__libc_calloc", dlsym(RTLD_NEXT, "calloc"));
+  hl_next_libc_alloc.realloc = libc_name("__libc_realloc", dlsym(RTLD_NEXT, "realloc"));
+  hl_next_libc_alloc.memalign = libc_name("__libc_memalign", dlsym(RTLD_NEXT, "memalign"));
+  hl_next_libc_alloc.valloc = libc_name("__libc_valloc", dlsym(RTLD_NEXT, "valloc"));
+  hl_next_libc_alloc.pvalloc = libc_name("__libc_pvalloc", dlsym(RTLD_NEXT, "pvalloc"));
+  hl_next_libc_alloc.free = libc_name("__libc_free", (void *)next_free);
   RESOLVE(malloc, __libc_malloc);
   RESOLVE(calloc, __libc_calloc);
   RESOLVE(memalign, __libc_memalign);

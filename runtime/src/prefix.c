@@ -117,6 +117,7 @@ static struct {
 } below;
 
 static inline int in_region(const void *p) { return (uintptr_t)p - px.base < px.bytes; }
+int hl_prefix_owns(const void *p) { return in_region(p); }
 
 /* Statistics are counted only when they will be reported: a shared atomic add per
  * allocation and free would bounce its line between the threads of a placed site. */
