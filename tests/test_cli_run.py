@@ -68,6 +68,36 @@ def test_missing_program_is_a_clear_error(runtime_lib):
     assert b"program not found: /no/such/program" in r.stderr
 
 
+# Found by a probe: these ended in a Python traceback. An executable text file without a
+# #! line is run with /bin/sh by execvp(3), env(1) and the shells; os.execvpe refuses it
+# (ENOEXEC). Any other refusal of the exec (here a symbolic link loop) gets one line and the
+# shell's status 126.
+def test_a_script_without_a_shebang_runs_as_the_shell_runs_it(runtime_lib, tmp_path):
+    script = tmp_path / "noshebang"
+    script.write_text('echo "args: $*"; exit 5\n')
+    script.chmod(0o755)
+    r = cli("run", "--policy", "dpa", "--", str(script), "a b", "c")
+    assert r.returncode == 5, r.stderr.decode()
+    assert r.stdout == b"args: a b c\n" and r.stderr == b""
+
+
+def test_an_exec_the_kernel_refuses_is_one_line(runtime_lib, tmp_path):
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    r = cli("run", "--", str(tmp_path / "loop1"))
+    assert r.returncode == 126
+    assert r.stderr.decode().count("\n") == 1 and "cannot run" in r.stderr.decode(), r.stderr.decode()
+
+
+def test_a_relative_stats_path_in_a_removed_directory_is_refused(runtime_lib, tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    r = subprocess.run(["sh", "-c", f'cd {gone} && rmdir {gone} && exec "$@"', "sh", *CLI, "run",
+                        "--stats-json", "s.json", "--", "true"], capture_output=True)
+    assert r.returncode == 2
+    assert r.stderr.decode().count("\n") == 1 and "current directory no longer exists" in r.stderr.decode()
+
+
 def test_no_program_is_a_usage_error(runtime_lib):
     r = cli("run", "--policy", "off")
     assert r.returncode == 2 and b"no program given" in r.stderr

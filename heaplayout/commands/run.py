@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import signal
@@ -115,7 +116,12 @@ def run_command(args: argparse.Namespace) -> int:
             print(f"heaplayout run: --stats-json {args.stats_json} is a directory; give the file's name "
                   "(%p in it becomes each process's pid)", file=sys.stderr)
             return 2
-        env["HEAPLAYOUT_STATS_JSON"] = os.path.abspath(args.stats_json)
+        try:
+            env["HEAPLAYOUT_STATS_JSON"] = os.path.abspath(args.stats_json)
+        except OSError:  # a relative path, and the current directory was removed
+            print(f"heaplayout run: --stats-json {args.stats_json}: the current directory no longer exists; "
+                  "give an absolute path", file=sys.stderr)
+            return 2
     if args.program or target:
         env = for_program(env, args.program[0] if args.program else "", target)
     if args.print_env:
@@ -162,4 +168,16 @@ def run_command(args: argparse.Namespace) -> int:
     except PermissionError:
         print(f"heaplayout run: program not executable: {shlex.quote(args.program[0])}", file=sys.stderr)
         return 126
-    return 0  # not reached
+    except OSError as err:
+        failure = err
+    if failure.errno == errno.ENOEXEC and exe:
+        # an executable text file without a #! line: execvp(3), env(1) and the shells run it
+        # with /bin/sh, and so must we (os.execvpe does not; a traceback before)
+        try:
+            os.execve("/bin/sh", ["/bin/sh", exe, *args.program[1:]], full_env)
+        except OSError as err:
+            failure = err
+    # anything else the kernel refuses (a symbolic link loop, an argument list too long once
+    # our variables are added): one line and the shell's status, not a traceback
+    print(f"heaplayout run: cannot run {shlex.quote(args.program[0])}: {failure.strerror}", file=sys.stderr)
+    return 126
