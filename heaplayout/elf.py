@@ -6,7 +6,9 @@ Used to write plans by hand in tests and benchmarks, and to check a plan against
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import struct
 import subprocess
 from pathlib import Path
@@ -87,6 +89,31 @@ def is_static_executable(path: Path) -> bool:
         return False
     types = [struct.unpack_from("<I", table, i * e_phentsize)[0] for i in range(e_phnum)]
     return 3 not in types  # PT_INTERP
+
+
+def secure_exec(path: Path) -> str | None:
+    """What makes the kernel start `path` for this user in secure-execution mode (AT_SECURE),
+    or None: a set-user-ID file owned by another user, a set-group-ID file of another group,
+    or (for a user other than root) file capabilities, on a file system that honours them.
+    The loader then ignores an LD_PRELOAD path (and the runtime the environment), so the
+    program runs without the runtime."""
+    try:
+        st = os.stat(path)
+        if os.statvfs(path).f_flag & os.ST_NOSUID:
+            return None
+    except OSError:
+        return None
+    if st.st_mode & stat.S_ISUID and st.st_uid != os.getuid():
+        return "set-user-ID"
+    if st.st_mode & stat.S_ISGID and st.st_gid != os.getgid():
+        return "set-group-ID"
+    if os.getuid() != 0:
+        try:
+            os.getxattr(path, "security.capability")
+            return "given file capabilities"
+        except OSError:
+            pass
+    return None
 
 
 # Sanitizers that bring their own allocator, by the library gcc links (libasan.so.8) and by

@@ -98,6 +98,30 @@ def test_a_relative_stats_path_in_a_removed_directory_is_refused(runtime_lib, tm
     assert r.stderr.decode().count("\n") == 1 and "current directory no longer exists" in r.stderr.decode()
 
 
+# A set-user-ID program of another user runs in secure-execution mode: the loader ignores
+# LD_PRELOAD, so the runtime is not there, and --stats printed nothing without a word (found
+# by a probe). It is named, and runs as it does alone.
+def test_a_set_user_id_program_is_named_and_runs_as_alone(runtime_lib, tmp_path):
+    import os
+    import pwd
+    if os.getuid() != 0:
+        pytest.skip("making a set-user-ID file of another user needs root")
+    if os.statvfs(tmp_path).f_flag & os.ST_NOSUID:
+        pytest.skip("the temporary directory is mounted nosuid")
+    src = tmp_path / "hello.c"
+    src.write_text('#include <stdio.h>\n#include <stdlib.h>\n'
+                   'int main(void) { char *p = malloc(10); puts(p ? "hello" : "none"); free(p); return 3; }\n')
+    exe = tmp_path / "hello"
+    subprocess.run(["gcc", str(src), "-o", str(exe)], check=True)
+    os.chown(exe, pwd.getpwnam("nobody").pw_uid, -1)
+    exe.chmod(0o4755)
+    tmp_path.chmod(0o755)
+    r = cli("run", "--stats", "--", str(exe))
+    assert r.returncode == 3 and r.stdout == b"hello\n"
+    assert r.stderr.decode().count("\n") == 1, r.stderr.decode()
+    assert "is set-user-ID" in r.stderr.decode() and "prints no statistics" in r.stderr.decode()
+
+
 def test_no_program_is_a_usage_error(runtime_lib):
     r = cli("run", "--policy", "off")
     assert r.returncode == 2 and b"no program given" in r.stderr

@@ -136,6 +136,11 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"heaplayout run: {shlex.quote(args.program[0])} is statically linked: the runtime cannot be "
               "preloaded into it, so it runs unoptimized" + (" and prints no statistics" if args.stats or
                                                              args.stats_json else ""), file=sys.stderr)
+    secure = elf.secure_exec(Path(exe)) if exe else None
+    if secure:  # the loader ignores LD_PRELOAD for it (found by a probe: --stats printed nothing, silently)
+        print(f"heaplayout run: {shlex.quote(args.program[0])} is {secure}: the loader ignores LD_PRELOAD "
+              "for it, so it runs without the runtime, unoptimized"
+              + (", and prints no statistics" if args.stats or args.stats_json else ""), file=sys.stderr)
     foreign = elf.foreign_executable(Path(exe)) if exe else None
     if foreign:  # the loader would say "wrong ELF class" on the program's stderr, and ignore us
         print(f"heaplayout run: {shlex.quote(args.program[0])} is {foreign}: the runtime (x86-64) cannot be "
