@@ -117,13 +117,13 @@ static void chunk_drop_lists(hl_tpool *tp, hl_chunk *c) {
       tp->head[cls].free = NULL;
       tp->head[cls].from = NULL;
     }
-    if (c->free[cls] != NULL) {
+    if (c->free[cls] != HL_OWN_NONE) {
       hl_chunk_dequeue(tp, c, cls);
-      c->free[cls] = NULL;
+      c->free[cls] = HL_OWN_NONE;
     }
 #ifdef HL_DEBUG
     for (hl_chunk *q = tp->head[cls].queue; q; q = q->q[cls].next)
-      hl_assert(q != c && q != tp->head[cls].from && q->free[cls] != NULL && q->in_use &&
+      hl_assert(q != c && q != tp->head[cls].from && q->free[cls] != HL_OWN_NONE && q->in_use &&
                 atomic_load_explicit(&q->owner, memory_order_relaxed) == tp);
 #endif
   }
@@ -273,7 +273,7 @@ static void adopt(hl_tpool *tp, hl_chunk *c) {
   hl_chunk_set_owner(c, tp, memory_order_release);
   uint8_t *map = hl_chunk_sizemap(c), e;
 #ifdef HL_DEBUG
-  for (size_t k = 0; k < HL_NCLASSES; k++) hl_assert(c->free[k] == NULL && tp->head[k].from != c);
+  for (size_t k = 0; k < HL_NCLASSES; k++) hl_assert(c->free[k] == HL_OWN_NONE && tp->head[k].from != c);
 #endif
   FOR_EACH_OBJECT(c, map, pos, e) {
     uint8_t cls = e & ~HL_SIZEMAP_FREE;
@@ -311,10 +311,10 @@ void hl_tpool_retire(hl_tpool *tp) {
   }
   for (hl_chunk *c = tp->others; c; c = c->next) {
     for (unsigned cls = 1; cls < HL_NCLASSES; cls++) {
-      if (c->free[cls] && c->live > 0) mark_list(c, c->free[cls]);
-      c->free[cls] = NULL;
+      if (c->free[cls] != HL_OWN_NONE && c->live > 0) mark_list(c, c->free[cls]);
+      c->free[cls] = HL_OWN_NONE;
     }
-    memset(c->allocating, 0, sizeof c->allocating);
+    hl_chunk_push_own(c);
   }
   tp->multi = 0;
   hl_chunk *c = tp->others;

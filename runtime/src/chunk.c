@@ -62,6 +62,36 @@ static int map_exactly(uintptr_t at, size_t bytes) {
   return 0;
 }
 
+/* The chunk table (hl_rng.chunks, hl_chunk_of_ours): an entry per HL_CHUNK_UNIT_SHIFT unit
+ * of the mapped range, grown with it. Static at first (512 units: 128 MiB of range, 4 KiB);
+ * a larger one is mapped, copied and published before the range it covers, and the old one
+ * is kept (a free in another thread may still read it: its entries stay right). */
+#define TABLE_STATIC 512u
+static hl_chunk *table_static[TABLE_STATIC];
+static size_t table_cap = TABLE_STATIC;
+
+/* Entries for [from, to) of the range (hl_rng.base and chunk_mask set); 0: no memory for
+ * a larger table. */
+static int table_fill(uintptr_t from, uintptr_t to) {
+  size_t need = (to - hl_rng.base) >> HL_CHUNK_UNIT_SHIFT;
+  hl_chunk **t = (hl_chunk **)hl_rng.chunks;
+  if (t == NULL) t = table_static;
+  if (need > table_cap) {
+    size_t cap = table_cap;
+    while (cap < need) cap *= 2;
+    hl_chunk **n = mmap(NULL, cap * sizeof *n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (n == MAP_FAILED) return 0;
+    memcpy(n, t, table_cap * sizeof *n);
+    t = n;
+    table_cap = cap;
+  }
+  for (uintptr_t a = from; a < to; a += (uintptr_t)1 << HL_CHUNK_UNIT_SHIFT)
+    t[(a - hl_rng.base) >> HL_CHUNK_UNIT_SHIFT] = hl_chunk_at(a & hl_rng.chunk_mask);
+  atomic_thread_fence(memory_order_release);
+  hl_rng.chunks = t;
+  return 1;
+}
+
 int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block, int huge_pages) {
   range_size = (range_size + chunk_size - 1) & ~(chunk_size - 1);
   /* aligned past the header colour's bits too, so that a chunk's colour is its number's
@@ -97,6 +127,10 @@ int hl_range_init(size_t range_size, size_t chunk_size, uint32_t cc_block, int h
   hl_rng.cc_block = cc_block;
   fresh_next = base;
   hl_rng.base = base;
+  if (!table_fill(base, base + mapped)) {
+    munmap((void *)base, mapped);
+    return 0;
+  }
   atomic_thread_fence(memory_order_release);
   hl_rng.size = mapped; /* last: from now on pointers in the range are "ours" */
   return 1;
@@ -116,6 +150,11 @@ static int range_grow(void) {
     range_limit = size;
     return 0;
   }
+  if (!table_fill(hl_rng.base + size, hl_rng.base + size + grow)) {
+    munmap((void *)(hl_rng.base + size), grow);
+    range_limit = size;
+    return 0;
+  }
   offer_huge_pages(hl_rng.base + size, grow);
   atomic_thread_fence(memory_order_release);
   hl_rng.size = size + grow;
@@ -128,8 +167,9 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   c->magic = HL_CHUNK_MAGIC;
   c->pool = pool;
   c->in_use = 1;
-  memset(c->free, 0, sizeof c->free); /* no free list (the last owner dropped them) */
-  memset(c->allocating, 0, sizeof c->allocating);
+  /* no free list (the last owner dropped them), and every free goes onto the chunk's own */
+  for (size_t k = 0; k < HL_NCLASSES; k++) c->free[k] = HL_OWN_NONE;
+  hl_chunk_push_own(c);
   hl_chunk_set_owner(c, NULL, memory_order_relaxed);
   c->next = c->prev = NULL;
   /* ccmalloc chunks keep cc-blocks aligned to the chunk: no colour */

@@ -16,7 +16,11 @@
  *      over, and only when none is queued is fresh space bumped in the pool's current chunk
  *      (8 bytes of padding where an odd-multiple class left the bump so).
  * That is all a context-keyed pool needs beyond a size-class allocator: the return address
- * read and compared. Malloc costs 22 instructions, free 32 (docs/results.md, sections 9 and 22).
+ * read and compared. Malloc costs 20 instructions, free 27 (the ring of
+ * benchmarks/run_pair_shapes.py; 22 and 32 before, docs/results.md sections 9 and 22): free finds the
+ * chunk by the range's table (hl_chunk_of_ours), pushes through the chunk's per-class list
+ * pointer (hl_chunk.push) and leaves the slot's size-map entry in the slot, where the pop
+ * clears the double-free mark through it (hl_slot_unmark_linked).
  * A miss answers HL_FORWARD for a site cached as not pooled or a request its pool does not
  * take (the allocator underneath serves it at once), else goes on by a jump (the return
  * address stays the program's) to the full path (hl_alloc_try, hl_policy_alloc, the slow
@@ -133,12 +137,16 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
   char *b = tp->span_bump[cls];
   size_t csize = hl_class_size[cls];
   if (HL_UNLIKELY((size_t)(tp->span_end[cls] - b) < csize)) return NULL;
-  if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
-  hl_chunk *sc = hl_chunk_of(b);
+  /* the span's chunk by the range's table (hl_chunk_of_ours: 2 instructions fewer than the
+   * header's colour) */
+  hl_chunk *sc = hl_chunk_of_ours(b);
+  hl_assert(sc == hl_chunk_of(b));
   hl_assert(sc->magic == HL_CHUNK_MAGIC && sc->in_use && atomic_load_explicit(&sc->owner, memory_order_relaxed) == tp);
   tp->span_bump[cls] = b + csize;
   *hl_sizemap_entry_used(sc, b) = (uint8_t)cls;
   sc->live++;
+  /* here, not before the chunk's lookup: there GCC lost it and tested the answer again */
+  if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   return b;
 }
 
@@ -182,10 +190,13 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
    * is the class record's, next to the list */
   hl_chunk *c = ((const hl_class_head *)list)->from;
   hl_assert(c == hl_chunk_of(obj));
-  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && c->free[(const hl_class_head *)list - e->tp->head] == NULL);
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && c->free[(const hl_class_head *)list - e->tp->head] == HL_OWN_NONE);
   hl_assert(atomic_load_explicit(&c->owner, memory_order_relaxed) == e->tp);
   *list = obj->next;
-  hl_slot_unmark(c, obj); /* the double-free mark (a sized delete's slot has none: no change) */
+  /* the double-free mark, through the entry pointer the push left in the slot (a sized
+   * delete's slot has none: its own first byte, no change that matters) */
+  hl_assert(obj->entry == hl_sizemap_entry(c, obj) || obj->entry == (const uint8_t *)obj);
+  hl_slot_unmark_linked(obj);
   c->live++;
   /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
   if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();

@@ -177,13 +177,26 @@ struct hl_tpool;
  * no test. While a chunk waits for adoption, all its free slots are marked. */
 typedef struct hl_free_slot {
   struct hl_free_slot *next;
+  /* the byte the site-direct pop clears the double-free mark in (hl_slot_unmark_linked):
+   * the slot's size-map entry, which a plain free has at hand when it pushes the slot, or
+   * for a sized delete's slot (no mark) the slot's own first byte, which the program gets
+   * back anyway. Computed in the pop from the slot's address and its chunk it took 2
+   * instructions more on every allocation. Slots are 16 bytes at least. */
+  uint8_t *entry;
 } hl_free_slot;
+/* A chunk's own list (hl_chunk.free) with no slot. Not NULL, which an empty allocation list
+ * holds: free pushes onto either through one pointer (hl_chunk.push), and only a first slot
+ * on an own list has more to do (queue the chunk), so that is the one value it tests for;
+ * with NULL for both, every free onto an emptied allocation list (a back-to-back pair's, a
+ * ring's: the pop took the one slot the last free put there) took the longer way. Never a
+ * slot (slots are 8-aligned), never on an allocation list (own lists end in NULL). */
+#define HL_OWN_NONE ((hl_free_slot *)1)
 #define HL_SIZEMAP_FREE 0x80u
 static inline hl_free_slot *hl_slot_next(const hl_free_slot *s) { return s->next; }
 
 typedef struct hl_chunk {
-  /* the first line: what free and the fast paths read (free: owner_thread, owner, map_base,
-   * live; the bump: bump, end, map_base, live) */
+  /* the first line: what free and the fast paths read (free: owner_thread, map_base, live,
+   * and owner on its rarer ways; the bump: bump, end, map_base, live) */
   uint32_t magic;
   uint16_t pool;                      /* pool id, for stats */
   uint8_t in_use;
@@ -200,24 +213,27 @@ typedef struct hl_chunk {
   uint32_t live;                      /* live objects; owner only */
   uint32_t cc_open;                   /* ccmalloc: index of the block filled last */
   _Atomic(void *) remote;             /* objects freed by other threads */
-  /* the second line: per class, 1 when this chunk is the owner's allocating chunk for the
-   * class (tp->head[cls].from), so that its frees of the class go to tp->head[cls].free. A line of
-   * its own, next to the first: comparing the chunk with tp->head[cls].from read another line of
-   * the thread-pool on every free (gawk: 214K of its 9.5M D1 read misses), and a bit mask
-   * took 2 instructions more on every free than this byte's compare */
-  _Alignas(64) uint8_t allocating[64];
+  /* from the second line: per class, the list a free of the class in this chunk goes onto
+   * (hl_slot_push): the owner's allocation list (&tp->head[cls].free) while this chunk is its
+   * allocating chunk for the class (tp->head[cls].from), else this chunk's own (&free[cls]).
+   * Set with `from` (hl_chunk_set_allocating). A byte per class saying which (before) took
+   * free a compare, the thread-pool's address and the 32-byte record's index besides: 2
+   * instructions more. Next to the first line: comparing the chunk with tp->head[cls].from
+   * read another line of the thread-pool on every free (gawk: 214K of its 9.5M D1 read
+   * misses). */
+  _Alignas(64) struct hl_free_slot **push[HL_NCLASSES];
   struct hl_chunk *next, *prev;       /* in the owner's list of non-current chunks */
   char *data;                         /* first object address */
   size_t accounted;                   /* extent counted into the pool's resident total */
   /* per class (free list sharding, alloc.c): the owner's frees into this chunk, newest
-   * first (the owner's allocating chunk for a class keeps its list empty: its frees go to
-   * tp->free), and while the list is not empty, its place in the owner's queue for the
-   * class. Apart, so that free indexes its list by the class directly (a 24-byte struct
-   * per class cost 3 instructions on every free into a chunk other than the allocating one) */
+   * first, ending in NULL; HL_OWN_NONE while it has none (the owner's allocating chunk for a
+   * class keeps it so: its frees go to tp->head[cls].free), and while the list is not empty, its
+   * place in the owner's queue for the class. Apart, so that free indexes its list by the
+   * class directly (a 24-byte struct per class cost 3 instructions on every free into a
+   * chunk other than the allocating one) */
   hl_free_slot *free[HL_NCLASSES];
   struct { struct hl_chunk *next, *prev; } q[HL_NCLASSES];
 } hl_chunk;
-_Static_assert(HL_NCLASSES <= 64, "hl_chunk.allocating has a byte per class");
 /* a released chunk keeps its header's page only (chunk.c): the header must lie in one page */
 _Static_assert((HL_HEADER_COLORS - 1) * (HL_HEADER_COLOR_STEP % 4096) + sizeof(hl_chunk) <= 4096,
                "a coloured chunk header stays in one page");
@@ -226,6 +242,11 @@ _Static_assert((HL_HEADER_COLORS - 1) * (HL_HEADER_COLOR_STEP % 4096) + sizeof(h
 typedef struct hl_range {
   uintptr_t base;
   size_t size;
+  /* the header of the chunk holding each HL_CHUNK_UNIT of the mapped range (hl_chunk_of_ours):
+   * one shift and one load from the offset free's range test computed, where the header's
+   * colour took 7 instructions (hl_chunk_at); written for a part of the range before that
+   * part is mapped for pools (chunk.c), never changed after */
+  struct hl_chunk *const *chunks;
   size_t chunk_size;
   uintptr_t chunk_mask;               /* ~(chunk_size - 1) */
   size_t meta_bytes;                  /* header + size map + cc fill, rounded to a page */
@@ -251,6 +272,14 @@ static inline hl_chunk *hl_chunk_at(uintptr_t base) {
 }
 static inline hl_chunk *hl_chunk_of(const void *p) {
   return hl_chunk_at((uintptr_t)p & hl_rng.chunk_mask);
+}
+/* The same for p in the range (hl_is_ours(p)), by the table: after hl_is_ours(p), GCC keeps
+ * the offset it computed, so this is a shift and a load (free: 4 instructions fewer than
+ * hl_chunk_of). The unit is the smallest chunk size, so every unit lies in one chunk. */
+#define HL_CHUNK_UNIT_SHIFT 18
+_Static_assert(HL_MIN_CHUNK_SIZE == 1u << HL_CHUNK_UNIT_SHIFT, "a table unit lies in one chunk");
+static inline hl_chunk *hl_chunk_of_ours(const void *p) {
+  return (hl_chunk *)hl_rng.chunks[((uintptr_t)p - hl_rng.base) >> HL_CHUNK_UNIT_SHIFT];
 }
 /* the chunk's first byte (its header may start later: hl_chunk_at) */
 static inline uintptr_t hl_chunk_base(const hl_chunk *c) {
@@ -424,10 +453,21 @@ static inline __attribute__((always_inline)) void hl_slot_unmark(hl_chunk *c, co
 #endif
 }
 
+/* The same through the entry pointer the push left in s (hl_free_slot.entry). */
+static inline __attribute__((always_inline)) void hl_slot_unmark_linked(const hl_free_slot *s) {
+  uint8_t *entry = s->entry;
+#if defined(__x86_64__)
+  __asm__("andb %1, %0" : "+m"(*entry) : "i"(~HL_SIZEMAP_FREE & 0xff));
+#else
+  *entry &= ~HL_SIZEMAP_FREE;
+#endif
+}
+
 /* Takes s, the head of tp's list for cls (in chunk c), off the list: it is live again. */
 static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uint8_t cls, hl_free_slot *s, hl_chunk *c) {
   hl_assert((*hl_sizemap_entry(c, s) & ~HL_SIZEMAP_FREE) == cls);
-  hl_assert(c == tp->head[cls].from && c->in_use && c->free[cls] == NULL);
+  hl_assert(c == tp->head[cls].from && c->in_use && c->free[cls] == HL_OWN_NONE);
+  hl_assert(s->entry == hl_sizemap_entry(c, s) || s->entry == (const uint8_t *)s);
   tp->head[cls].free = s->next;
   hl_slot_unmark(c, s);
 }
@@ -435,15 +475,19 @@ static inline __attribute__((always_inline)) void hl_slot_take(hl_tpool *tp, uin
 /* c (not NULL, its own list for cls empty) becomes the allocating chunk for cls. */
 static inline void hl_chunk_set_allocating(hl_tpool *tp, size_t cls, hl_chunk *c) {
   hl_chunk *old = tp->head[cls].from;
-  hl_assert(c->free[cls] == NULL && tp->head[cls].free == NULL);
-  if (old) old->allocating[cls] = 0;
-  c->allocating[cls] = 1;
+  hl_assert(c->free[cls] == HL_OWN_NONE && tp->head[cls].free == NULL);
+  if (old) old->push[cls] = &old->free[cls];
+  c->push[cls] = &tp->head[cls].free;
   tp->head[cls].from = c;
+}
+/* c's frees of every class go onto its own lists (c allocates for no class). */
+static inline void hl_chunk_push_own(hl_chunk *c) {
+  for (size_t k = 0; k < HL_NCLASSES; k++) c->push[k] = &c->free[k];
 }
 
 /* c's list for cls became non-empty: c joins the class's queue (at the front). */
 static inline __attribute__((always_inline)) void hl_chunk_enqueue(hl_tpool *tp, hl_chunk *c, size_t cls) {
-  hl_assert(c != tp->head[cls].from && c->free[cls] != NULL);
+  hl_assert(c != tp->head[cls].from && c->free[cls] != HL_OWN_NONE);
   hl_chunk *q = tp->head[cls].queue;
   c->q[cls].next = q;
   c->q[cls].prev = NULL;
@@ -463,54 +507,85 @@ static inline void hl_chunk_dequeue(hl_tpool *tp, hl_chunk *c, size_t cls) {
  * the allocation list, and that chunk the allocating one. */
 static inline __attribute__((always_inline)) void hl_tpool_refill(hl_tpool *tp, size_t cls) {
   hl_chunk *q = tp->head[cls].queue, *n = q->q[cls].next;
-  hl_assert(tp->head[cls].free == NULL && q->free[cls] != NULL && q->q[cls].prev == NULL);
+  hl_assert(tp->head[cls].free == NULL && q->free[cls] != HL_OWN_NONE && q->q[cls].prev == NULL);
   hl_assert(atomic_load_explicit(&q->owner, memory_order_relaxed) == tp && q->in_use);
   tp->head[cls].queue = n;
   if (n) n->q[cls].prev = NULL;
   else tp->head[cls].bump_in = tp->cur;
   hl_free_slot *list = q->free[cls];
-  q->free[cls] = NULL;
+  q->free[cls] = HL_OWN_NONE;
   hl_chunk_set_allocating(tp, cls, q);
   tp->head[cls].free = list;
 }
+
+/* c's owner, read by the owner thread itself where it is needed (nobody else writes it
+ * while the thread owns c): the free fast path needs the pool only on its rarer ways (an
+ * emptied chunk, a first slot on an empty list), and a plain read GCC hoisted onto every
+ * free. */
+static inline __attribute__((always_inline)) hl_tpool *hl_chunk_owner_late(const hl_chunk *c) {
+  hl_tpool *tp;
+#if defined(__x86_64__)
+  __asm__ volatile("movq %1, %0" : "=r"(tp) : "m"(c->owner));
+#else
+  tp = atomic_load_explicit(&c->owner, memory_order_relaxed);
+#endif
+  return tp;
+}
+/* tp, or with late (a constant at each caller) c's owner read only where used */
+#define HL_TP_OF(tp, c, late) ((late) ? hl_chunk_owner_late(c) : (tp))
 
 /* Pushes the free slot p (in chunk c, of class cls) onto the list it belongs to: the
  * allocation list when c is the allocating chunk, else c's own (queueing c if that was
  * empty). sized: check for a slot freed twice in a row (the head of that list), which a
  * sized delete, reading no size map, otherwise would not catch. Returns 0 on that. */
-static inline __attribute__((always_inline)) int hl_slot_push(hl_tpool *tp, hl_chunk *c, size_t cls, void *p,
-                                                             int sized) {
+static inline __attribute__((always_inline)) int hl_slot_push_l(hl_tpool *tp, hl_chunk *c, size_t cls, void *p,
+                                                               int sized, int late, uint8_t *entry) {
   hl_free_slot *s = p;
-  hl_assert(!c->allocating[cls] == (c != tp->head[cls].from));
-  if (HL_LIKELY(c->allocating[cls])) {
-    hl_free_slot *head = tp->head[cls].free;
-    if (sized && HL_UNLIKELY(head == s)) return 0;
+  hl_assert(entry == (sized ? (uint8_t *)p : hl_sizemap_entry(c, p)));
+  hl_assert((c->push[cls] == &HL_TP_OF(tp, c, late)->head[cls].free) == (c == HL_TP_OF(tp, c, late)->head[cls].from));
+  hl_assert(c->push[cls] == &HL_TP_OF(tp, c, late)->head[cls].free || c->push[cls] == &c->free[cls]);
+  hl_free_slot **list = c->push[cls];
+#if defined(__x86_64__)
+  /* one load with the array's offset as displacement, where GCC added cls + 8 in an lea
+   * first; the array is named as the asm's memory input, so that GCC orders it after
+   * hl_chunk_set_allocating's stores (adopt's loop pushes many) */
+  __asm__("movq %c2(%1,%3,8), %0"
+          : "=r"(list)
+          : "r"(c), "i"(offsetof(hl_chunk, push)), "r"(cls), "m"(*(struct hl_free_slot **const(*)[HL_NCLASSES])c->push));
+#endif
+  hl_free_slot *head = *list;
+  if (sized && HL_UNLIKELY(head == s)) return 0;
+  s->entry = entry;
+  if (HL_LIKELY(head != HL_OWN_NONE)) {
+    /* the allocation list (empty or not), or c's own list with slots on it */
     s->next = head;
-    tp->head[cls].free = s;
+    *list = s;
   } else {
-    hl_free_slot *head = c->free[cls];
-    if (sized && HL_UNLIKELY(head == s)) return 0;
-    if (HL_UNLIKELY(head == NULL)) {
-      if (tp->head[cls].free == NULL) {
-        /* the allocation list is dry and c has no list: c becomes the allocating chunk, so
-         * that the next allocation takes this slot without a queue and a refill. This is
-         * also how a chunk that bumped becomes the allocating one (a back-to-back pair's
-         * free: after the first, every pair stays on the fast paths), so the bump does not
-         * write from[cls] (one store on every bump) */
-        hl_chunk_set_allocating(tp, cls, c);
-        s->next = NULL;
-        tp->head[cls].free = s;
-        return 1;
-      }
-      s->next = NULL;
+    /* c's own list gets its first slot: c becomes the allocating chunk when the allocation
+     * list is dry, so that the next allocation takes this slot without a queue and a
+     * refill (this is also how a chunk that bumped becomes the allocating one: a
+     * back-to-back pair's free; after the first, every pair stays on the fast paths, and
+     * the bump does not write from[cls], one store on every bump); else c is queued. tp is
+     * read only here. */
+    hl_assert(list == &c->free[cls]);
+    tp = HL_TP_OF(tp, c, late);
+    s->next = NULL;
+    if (tp->head[cls].free == NULL) {
+      hl_chunk_set_allocating(tp, cls, c);
+      /* apart: GCC merged this store with set_allocating's of `from` into one SSE store and
+       * built the pair on the sized delete's fast path (3 instructions) */
+      __asm__ volatile("" ::: "memory");
+      tp->head[cls].free = s;
+    } else {
       c->free[cls] = s;
       hl_chunk_enqueue(tp, c, cls);
-      return 1;
     }
-    s->next = head;
-    c->free[cls] = s;
   }
   return 1;
+}
+static inline __attribute__((always_inline)) int hl_slot_push(hl_tpool *tp, hl_chunk *c, size_t cls, void *p,
+                                                             int sized) {
+  return hl_slot_push_l(tp, c, cls, p, sized, 0, sized ? (uint8_t *)p : hl_sizemap_entry(c, p));
 }
 
 /* Fresh space of a plan's group (tp->interleave) in chunk c (bump_in: the current one):
@@ -889,30 +964,37 @@ static inline void hl_sizemap_mark_free(uint8_t *entry) {
 /* The owner's free of slot p of class cls in chunk c (sized: a sized delete, see
  * hl_slot_push). */
 static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *tp, hl_chunk *c, void *p, size_t cls,
-                                                                   int may_count, int sized) {
+                                                                   int may_count, int sized, int late,
+                                                                   uint8_t *entry) {
   hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
   if (may_count && HL_UNLIKELY(tp->counting)) { /* statistics: counted out of line, by a tail call */
     hl_free_slot_counted(tp, c, p, cls, sized);
     return;
   }
-  if (!hl_slot_push(tp, c, cls, p, sized)) {
+  if (!hl_slot_push_l(tp, c, cls, p, sized, late, entry)) {
     hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
     return;
   }
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
-  if (HL_UNLIKELY(--c->live == 0) && (c != tp->cur || tp->multi)) hl_chunk_emptied(tp, c);
+  if (HL_UNLIKELY(--c->live == 0)) {
+    tp = HL_TP_OF(tp, c, late);
+    if (c != tp->cur || tp->multi) hl_chunk_emptied(tp, c);
+  }
 }
 
 /* The owner's free of p in c, of size bytes (0: not known; see hl_free_ours_sized).
  * may_count 0: the caller knows tp does not count statistics (owner_thread was set). */
 static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl_chunk *c, void *p, size_t size,
                                                               int may_count) {
+  /* late: tp is read where needed (hl_chunk_owner_late); only a sized free needs it at once */
+  int late = tp == NULL;
   hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use);
   /* cls is a size_t: as a uint8_t GCC sign-extends it for every index (one more instruction) */
   if (size - 1 < HL_MAX_CLASS_SIZE) {
+    if (late) tp = hl_chunk_owner_late(c);
     size_t cls = hl_size_class_in(tp->classes, size);
     hl_assert(cls == hl_class_at(c, p));
-    hl_free_slot_local(tp, c, p, cls, may_count, 1);
+    hl_free_slot_local(tp, c, p, cls, may_count, 1, 0, (uint8_t *)p);
   } else {
     uint8_t *entry = hl_sizemap_entry_used(c, p);
     size_t cls = *entry;
@@ -921,7 +1003,7 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
       return;
     }
     hl_sizemap_mark_free(entry);
-    hl_free_slot_local(tp, c, p, cls, may_count, 0);
+    hl_free_slot_local(tp, c, p, cls, may_count, 0, late, entry);
   }
 }
 /* A free whose chunk's owner_thread is not the calling thread: another thread's chunk
@@ -933,7 +1015,8 @@ void hl_free_other(hl_chunk *c, void *p, size_t size);
  * that the entry points stay leaf functions without a frame. Only the owner thread ever
  * finds itself in owner_thread (it wrote it), so a relaxed load decides. */
 static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, size_t size) {
-  hl_chunk *c = hl_chunk_of(p);
+  hl_chunk *c = hl_chunk_of_ours(p);
+  hl_assert(c == hl_chunk_of(p));
   uintptr_t ot = atomic_load_explicit(&c->owner_thread, memory_order_relaxed);
   if (HL_UNLIKELY(ot != hl_thread_self())) {
     /* another live thread's chunk (this thread would have found itself there): straight
@@ -943,7 +1026,9 @@ static inline __attribute__((always_inline)) void hl_free_ours_sized(void *p, si
     else hl_free_other(c, p, size);
     return;
   }
-  hl_free_owned(atomic_load_explicit(&c->owner, memory_order_relaxed), c, p, size, 0);
+  /* NULL: c->owner (written by this thread only, while it owns c) is read on the ways that
+   * need the pool, not on every free (hl_chunk_owner_late) */
+  hl_free_owned(NULL, c, p, size, 0);
 }
 static inline __attribute__((always_inline)) void hl_free_ours_inline(void *p) { hl_free_ours_sized(p, 0); }
 
