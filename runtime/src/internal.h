@@ -537,7 +537,9 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chunk_owner_late(const
 /* Pushes the free slot p (in chunk c, of class cls) onto the list it belongs to: the
  * allocation list when c is the allocating chunk, else c's own (queueing c if that was
  * empty). sized: check for a slot freed twice in a row (the head of that list), which a
- * sized delete, reading no size map, otherwise would not catch. Returns 0 on that. */
+ * sized delete, reading no size map, otherwise would not catch. Returns 0 on that, -1 for
+ * class 0 (no object there: only free's fast path passes it), else 1. entry: what the slot
+ * keeps for the pop (hl_free_slot.entry). */
 static inline __attribute__((always_inline)) int hl_slot_push_l(hl_tpool *tp, hl_chunk *c, size_t cls, void *p,
                                                                int sized, int late, uint8_t *entry) {
   hl_free_slot *s = p;
@@ -555,6 +557,8 @@ static inline __attribute__((always_inline)) int hl_slot_push_l(hl_tpool *tp, hl
 #endif
   hl_free_slot *head = *list;
   if (sized && HL_UNLIKELY(head == s)) return 0;
+  /* before the test: stored next to s->next, GCC merged the two into one SSE store (4
+   * instructions for 2). An invalid free (class 0, below) writes it too, then aborts. */
   s->entry = entry;
   if (HL_LIKELY(head != HL_OWN_NONE)) {
     /* the allocation list (empty or not), or c's own list with slots on it */
@@ -568,6 +572,9 @@ static inline __attribute__((always_inline)) int hl_slot_push_l(hl_tpool *tp, hl
      * the bump does not write from[cls], one store on every bump); else c is queued. tp is
      * read only here. */
     hl_assert(list == &c->free[cls]);
+    /* class 0, no object starts in the granule: free's fast path leaves that test to this
+     * way (every chunk's push[0] is its own list 0, which stays HL_OWN_NONE) */
+    if (HL_UNLIKELY(cls == 0)) return -1;
     tp = HL_TP_OF(tp, c, late);
     s->next = NULL;
     if (tp->head[cls].free == NULL) {
@@ -961,18 +968,37 @@ static inline void hl_sizemap_mark_free(uint8_t *entry) {
   *entry |= HL_SIZEMAP_FREE;
 #endif
 }
+/* Flips the entry's double-free mark in one read-modify-write: 1 when the mark was set
+ * (the slot was free: a double free), the answer from the flags of the xor (the sign of
+ * the new byte). */
+static inline __attribute__((always_inline)) int hl_sizemap_toggle_free(uint8_t *entry) {
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  int was_free;
+  __asm__("xorb %2, %0" : "+m"(*entry), "=@ccns"(was_free) : "i"(HL_SIZEMAP_FREE));
+  return was_free;
+#else
+  *entry ^= HL_SIZEMAP_FREE;
+  return !(*entry & HL_SIZEMAP_FREE);
+#endif
+}
 /* The owner's free of slot p of class cls in chunk c (sized: a sized delete, see
  * hl_slot_push). */
 static inline __attribute__((always_inline)) void hl_free_slot_local(hl_tpool *tp, hl_chunk *c, void *p, size_t cls,
                                                                    int may_count, int sized, int late,
                                                                    uint8_t *entry) {
-  hl_assert(cls > 0 && cls < HL_NCLASSES && c->live > 0);
+  hl_assert(cls < HL_NCLASSES && c->live > 0);
   if (may_count && HL_UNLIKELY(tp->counting)) { /* statistics: counted out of line, by a tail call */
     hl_free_slot_counted(tp, c, p, cls, sized);
     return;
   }
-  if (!hl_slot_push_l(tp, c, cls, p, sized, late, entry)) {
-    hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
+  int pushed = hl_slot_push_l(tp, c, cls, p, sized, late, entry);
+  if (HL_UNLIKELY(pushed <= 0)) {
+    if (!sized && pushed < 0) { /* no object starts there (free's fast path marked it) */
+      hl_sizemap_toggle_free(entry);
+      hl_free_invalid_in(c, p);
+    } else {
+      hl_free_invalid(p, HL_SIZEMAP_FREE, "free");
+    }
     return;
   }
   /* the current chunk of a one-chunk pool stays as it is: nothing to do out of line */
@@ -998,11 +1024,22 @@ static inline __attribute__((always_inline)) void hl_free_owned(hl_tpool *tp, hl
   } else {
     uint8_t *entry = hl_sizemap_entry_used(c, p);
     size_t cls = *entry;
-    if (HL_UNLIKELY(hl_sizemap_not_live((uint8_t)cls))) {
-      hl_free_invalid_in(c, p);
-      return;
+    if (late && !may_count) {
+      /* free's own way: the mark toggled, a double free seen in its flags (one test where
+       * a test of the entry and a mark took two more instructions); an entry of 0 (no
+       * object there) is found by the push (its class 0's list, hl_slot_push_l) */
+      if (HL_UNLIKELY(hl_sizemap_toggle_free(entry))) {
+        hl_sizemap_toggle_free(entry); /* as it was, for the message */
+        hl_free_invalid_in(c, p);
+        return;
+      }
+    } else {
+      if (HL_UNLIKELY(hl_sizemap_not_live((uint8_t)cls))) {
+        hl_free_invalid_in(c, p);
+        return;
+      }
+      hl_sizemap_mark_free(entry);
     }
-    hl_sizemap_mark_free(entry);
     hl_free_slot_local(tp, c, p, cls, may_count, 0, late, entry);
   }
 }
