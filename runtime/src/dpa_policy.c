@@ -139,14 +139,13 @@ static void cache_chain(hl_heap *heap, const dpa_chain *c, hl_tpool *tp, size_t 
     hl_site_direct_set(e, HL_TP_WALK, size);
     *hl_site_rule(heap, e) = c->rule[0];
   }
-  uint64_t key = c->pc[0], slot = c->pc[0] & 0xfff;
+  uint64_t key = c->pc[0];
   for (unsigned k = 1; k < c->len; k++) {
-    key = hl_chain_key(key, c->pc[k]);
-    slot = hl_chain_slot(slot, c->pc[k]);
-    hl_chain_node *n = hl_chain_node_of(heap, slot);
+    key = hl_chain_next(key, c->pc[k]);
+    hl_chain_node *n = hl_chain_node_at(heap, key);
     n->key = key;
     if (k + 1 == c->len) {
-      n->tp = tp;
+      hl_chain_node_answer(n, tp, size);
     } else {
       n->tp = HL_TP_WALK;
       n->rule = c->rule[k];

@@ -49,7 +49,7 @@ hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t siz
 
 /* The per-thread cache of the plan's decided call chains (hl_heap.chain_nodes), for
  * return addresses whose rules need more frames (HL_TP_WALK). A node stands for a chain
- * of return addresses, innermost first, through its hash (hl_chain_key); it holds the
+ * of return addresses, innermost first, through its key (hl_chain_next); it holds the
  * chain's answer, or the unwind rule at its outermost return address when the answer
  * needs one frame more. Which frames decide is a function of the return addresses alone (plan.c, decide), so a
  * chain's answer is fixed; a hash collision could only misplace an object, never break
@@ -62,6 +62,7 @@ hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0, size_t siz
  * (13 frames no better; docs/results.md section 20). A chain decided sooner stops sooner. */
 #define HL_CHAIN_FAST_STEPS 8u
 
+/* PreFix's chain cache (prefix.c) and dpa's compound table (dpa_chain.c) hash chains so. */
 static inline uint64_t hl_chain_key(uint64_t key, uintptr_t pc) {
   uint64_t h = (key ^ pc) * 0x9E3779B97F4A7C15ull;
   return h ^ (h >> 29);
@@ -74,9 +75,28 @@ static inline uint64_t hl_chain_key(uint64_t key, uintptr_t pc) {
 static inline uint64_t hl_chain_slot(uint64_t slot, uintptr_t pc) {
   return (slot ^ (pc & 0xfff)) * 0x9E3779B97F4A7C15ull;
 }
-static inline hl_chain_node *hl_chain_node_of(hl_heap *h, uint64_t slot) {
-  return &h->chain_nodes[slot >> (64 - HL_CHAIN_NODE_BITS)];
+
+/* The chain cache's key of a chain one return address longer: a chain of return addresses
+ * pc0, pc1, ... has key pc0, then (key ^ pc) times an odd constant per frame. Its node
+ * comes from the key's bits 1 to 11, which, a product's low bits depending on its factors'
+ * low bits only, are a function of the return addresses' offsets within their pages (bits
+ * 0-11): ASLR moves modules by whole pages, so the chains that share a node (and evict each
+ * other) are the same on every run of a binary, and so is identification's cost, while the
+ * key (whole addresses) tells the chains apart. (Before, a run in about thirty had two of
+ * plan_test's three alternating chains on one node, and replayed every walk.) The multiply
+ * is a bijection of those 12 bits, so the callers of one wrapper spread over the nodes. One
+ * multiply and a mask per frame: the key and the node had a multiply each, and the key a
+ * shift and xor more (8 instructions more per frame on every allocation through a wrapper
+ * under dpa). */
+static inline uint64_t hl_chain_next(uint64_t key, uintptr_t pc) {
+  return (key ^ pc) * 0x9E3779B97F4A7C15ull;
 }
+_Static_assert(HL_CHAIN_NODE_BITS <= 11, "a node comes from the key's page-offset bits 1-11");
+static inline hl_chain_node *hl_chain_node_at(hl_heap *h, uint64_t key) {
+  return (hl_chain_node *)((char *)h->chain_nodes +
+                           ((key & ((uint64_t)(HL_CHAIN_NODES - 1) << 1)) * (sizeof(hl_chain_node) / 2)));
+}
+_Static_assert(sizeof(hl_chain_node) == 32, "hl_chain_node_at computes offsets of 32-byte nodes");
 
 /* A walk site's answer from the chain cache, or HL_TP_WALK: not cached (or a stack check
  * failed), the full walk decides. e: the site's entry; a node's rule, like e->r0 once a
@@ -86,12 +106,11 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, 
   const hl_step_rule *r = hl_site_rule(h, e);
   if (r->cfa_reg < 0) return HL_TP_WALK;
   hl_frame f = hl_caller_frame(fp);
-  uint64_t key = f.pc, slot = f.pc & 0xfff;
+  uint64_t key = f.pc;
   for (unsigned k = 0; k < HL_CHAIN_FAST_STEPS; k++) {
     if (!hl_unwind_step_recorded(&f, r)) break;
-    key = hl_chain_key(key, f.pc);
-    slot = hl_chain_slot(slot, f.pc);
-    const hl_chain_node *n = hl_chain_node_of(h, slot);
+    key = hl_chain_next(key, f.pc);
+    const hl_chain_node *n = hl_chain_node_at(h, key);
     if (n->key != key) break;
     if (n->tp != HL_TP_WALK) return n->tp;
     r = &n->rule;
@@ -106,14 +125,12 @@ static inline __attribute__((always_inline)) hl_tpool *hl_chain_try(hl_heap *h, 
  * the time; the full path cost about 60 instructions more (malloc_shapes threads, whose
  * remote frees refill the lists only when the owner collects them). NULL: the full path
  * decides. */
-static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_site_cache_entry *e,
-                                                                      hl_free_slot **list) {
+static inline __attribute__((always_inline)) void *hl_direct_bump(hl_tpool *tp, hl_free_slot **list) {
   /* the class's bump_in: cur, unless a chunk is queued for cls; NULL in the always-empty
    * lists (hl_no_slot, hl_forward_slot), whose entries' tp may be NULL. Addressed from the
    * list (through tp and cls, GCC spent 2 instructions more on every bump). */
   const hl_class_head *h = (const hl_class_head *)list;
   hl_chunk *c = h->bump_in;
-  hl_tpool *tp = e->tp;
   if (HL_UNLIKELY(c == NULL)) {
     /* a queued chunk's slots before fresh space (else they would never be reused): its
      * list becomes the allocation list, as on the slow path, without the full path's
@@ -149,6 +166,11 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
   if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   return b;
 }
+/* the site entry's: its tp (read only when the list is empty) */
+static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_site_cache_entry *e,
+                                                                      hl_free_slot **list) {
+  return hl_direct_bump(e->tp, list);
+}
 
 /* The site-direct fast path of malloc and operator new, taken before anything else and
  * without a frame: the thread's cache entry for the return address, a request of the size
@@ -157,8 +179,10 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
  * policy; no size class lookup; no statistics: entries get a direct list only while
  * statistics are off). NULL: take the full path (hl_alloc_try and on); HL_FORWARD: the
  * site's pool takes no object of this size (callsite over 128 bytes), forward it. */
-static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t size, uintptr_t ra) {
+static inline __attribute__((always_inline)) void *hl_site_direct_pop_ex(size_t size, uintptr_t ra,
+                                                                        const hl_site_cache_entry **ep) {
   const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
+  *ep = e;
   if (HL_UNLIKELY(e->ra != ra)) return NULL;
   hl_free_slot **list = e->list;
   if (HL_UNLIKELY(e->size != size)) {
@@ -202,6 +226,16 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t siz
   if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   return obj;
 }
+static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t size, uintptr_t ra) {
+  const hl_site_cache_entry *e;
+  return hl_site_direct_pop_ex(size, ra, &e);
+}
+/* After the pop answered NULL: the site's entry e (for ra) is a walk site's, whose entries
+ * never match a size and point at hl_no_slot (on the pop's way there the entry's return
+ * address was compared already: GCC tests it again only after the other misses). */
+static inline __attribute__((always_inline)) int hl_site_walks(const hl_site_cache_entry *e, uintptr_t ra) {
+  return e->ra == ra && e->tp == HL_TP_WALK;
+}
 
 /* Statistics are on: forwarded requests are counted (hl_counted). */
 static inline int hl_counting(void) { return HL_UNLIKELY(hl_state.counting); }
@@ -225,6 +259,21 @@ static inline void hl_site_direct_set(hl_site_cache_entry *e, hl_tpool *tp, size
   }
 }
 
+/* Enters tp as the answer of chain node n, with its chain-direct list for size as
+ * hl_site_direct_set does for a site: a pool that takes size, statistics off; else no
+ * request pops directly (size UINT32_MAX, hl_no_slot) and hl_chain_pop asks the pool. */
+static inline void hl_chain_node_answer(hl_chain_node *n, hl_tpool *tp, size_t size) {
+  n->tp = tp;
+  if (tp != NULL && tp != HL_TP_WALK && size <= tp->max_size && size <= hl_state.opt.max_size &&
+      size <= HL_MAX_CLASS_SIZE && !tp->counting) {
+    n->direct.size = (uint32_t)size;
+    n->direct.list = &tp->head[hl_size_class_in(tp->classes, size)].free;
+  } else {
+    n->direct.size = UINT32_MAX;
+    n->direct.list = &hl_no_slot;
+  }
+}
+
 /* p, the answer of the allocator underneath to a request of size bytes, counted when it
  * served it (a huge request it refused moved no bytes). Callers test hl_counting() first,
  * so that without statistics the call below stays a tail call. */
@@ -234,6 +283,56 @@ static inline void *hl_counted(void *p, size_t size) {
     atomic_fetch_add_explicit(&hl_state.forwarded_bytes, size, memory_order_relaxed);
   }
   return p;
+}
+
+/* The chain cache's answer for a walk site (e, its entry, HL_TP_WALK), as hl_chain_try
+ * finds it, and the object from the answer's pool: a request of the size the chain's node
+ * holds pops that class's list directly (its chunk next to it, as the site-direct pop), a
+ * request of another size up to the pool's direct_max pops the list of its class through
+ * tp->direct, anything else asks the pool (hl_tpool_try_alloc). Allocations through a
+ * wrapper all come here under dpa (jq's, tidy's and lua's every object): hl_chain_try and
+ * hl_tpool_try_alloc's class lookup took about 30 instructions more per allocation.
+ * HL_FORWARD: the allocator underneath serves it; NULL: the full path decides (not cached,
+ * a failed stack check, or the pool has no slot at hand). */
+static inline __attribute__((always_inline)) void *hl_chain_pop(hl_heap *h, const hl_site_cache_entry *e,
+                                                               void *const *fp, size_t size) {
+  const hl_step_rule *r = hl_site_rule(h, e);
+  if (r->cfa_reg < 0) return NULL;
+  hl_frame f = hl_caller_frame(fp);
+  uint64_t key = f.pc;
+  for (unsigned k = 0; k < HL_CHAIN_FAST_STEPS; k++) {
+    if (!hl_unwind_step_recorded(&f, r)) break;
+    key = hl_chain_next(key, f.pc);
+    const hl_chain_node *n = hl_chain_node_at(h, key);
+    if (n->key != key) break;
+    hl_tpool *tp = n->tp;
+    if (tp == HL_TP_WALK) {
+      r = &n->rule;
+      continue;
+    }
+    hl_free_slot **list = n->direct.list;
+    if (HL_UNLIKELY(n->direct.size != size)) {
+      /* a NULL answer has no direct size: it leaves here */
+      if (tp == NULL || size > tp->max_size || size > hl_state.opt.max_size) return HL_FORWARD;
+      if (size > tp->direct_max) return hl_tpool_try_alloc(tp, size);
+      list = tp->direct[(size + 7) >> 3];
+    }
+    hl_free_slot *obj = *list;
+    if (HL_UNLIKELY(obj == NULL)) {
+      void *b = hl_direct_bump(tp, list);
+      return b != NULL ? b : hl_tpool_try_alloc(tp, size);
+    }
+    hl_chunk *c = ((const hl_class_head *)list)->from;
+    hl_assert(c == hl_chunk_of(obj));
+    hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && c->free[(const hl_class_head *)list - tp->head] == NULL);
+    hl_assert(atomic_load_explicit(&c->owner, memory_order_relaxed) == tp);
+    *list = obj->next;
+    hl_slot_unmark(c, obj);
+    c->live++;
+    if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
+    return obj;
+  }
+  return NULL;
 }
 
 /* The common cases and nothing else: a placing policy and a cached site (or chain), whose
@@ -250,9 +349,8 @@ static inline __attribute__((always_inline)) void *hl_alloc_try(size_t size, voi
   hl_site_cache_entry *e = hl_site_entry(h, ra);
   if (e->ra != ra) return NULL;
   hl_tpool *tp = e->tp;
-  if (tp == HL_TP_WALK) {
-    if ((tp = hl_chain_try(h, e, fp)) == HL_TP_WALK) return NULL;
-  } else if (e->size != size && tp != NULL) { /* the site asks for another size: follow it */
+  if (tp == HL_TP_WALK) return hl_chain_pop(h, e, fp, size);
+  if (e->size != size && tp != NULL) { /* the site asks for another size: follow it */
     hl_site_direct_set(e, tp, size);
   }
   if (tp == NULL || size > tp->max_size) return HL_FORWARD;

@@ -847,10 +847,20 @@ extern struct hl_class_head hl_empty_lists[2];
 #define HL_CHAIN_NODE_BITS 11u
 #define HL_CHAIN_NODES (1u << HL_CHAIN_NODE_BITS)
 typedef struct hl_chain_node {
-  uint64_t key;       /* hl_chain_key of the chain; 0: empty (a key is 0 by chance only) */
+  uint64_t key;       /* the chain's key (hl_chain_next); 0: empty (a key is 0 by chance only) */
   hl_tpool *tp;       /* the answer (NULL: not pooled), or HL_TP_WALK: one frame more */
-  hl_step_rule rule;  /* with HL_TP_WALK: how to step from this chain's outermost frame */
+  union {
+    hl_step_rule rule; /* with HL_TP_WALK: how to step from this chain's outermost frame */
+    /* with an answer: the chain-direct pop (fastpath.h, hl_chain_pop), as a site entry's
+     * size and list: a request of exactly `size` bytes pops the head of *list, tp's free
+     * list for its class (size UINT32_MAX and hl_no_slot: never; hl_chain_node_answer) */
+    struct {
+      uint32_t size;
+      struct hl_free_slot **list;
+    } direct;
+  };
 } hl_chain_node;
+_Static_assert(sizeof(hl_chain_node) == 32, "chain nodes stay 32 bytes");
 
 /* Per-thread recorded walks of the plan policy (plan.c, hl_plan_pool_walk). */
 #define HL_PLAN_CHAIN_SETS 16u

@@ -43,15 +43,15 @@ static inline uint16_t rest_pool(uintptr_t ra, size_t size) {
 
 /* Enters a decided walk into the chain cache (fastpath.h): a node per step, the last with
  * the answer, the others with the rule for the next step. */
-static void remember_chain(hl_heap *heap, uintptr_t ra, const hl_trace *tr, unsigned steps, hl_tpool *tp) {
-  uint64_t key = ra, slot = ra & 0xfff;
+static void remember_chain(hl_heap *heap, uintptr_t ra, const hl_trace *tr, unsigned steps, hl_tpool *tp,
+                           size_t size) {
+  uint64_t key = ra;
   for (unsigned k = 0; k < steps; k++) {
-    key = hl_chain_key(key, tr->step[k].pc);
-    slot = hl_chain_slot(slot, tr->step[k].pc);
-    hl_chain_node *n = hl_chain_node_of(heap, slot);
+    key = hl_chain_next(key, tr->step[k].pc);
+    hl_chain_node *n = hl_chain_node_at(heap, key);
     n->key = key;
     if (k + 1 == steps) {
-      n->tp = tp;
+      hl_chain_node_answer(n, tp, size);
     } else {
       n->tp = HL_TP_WALK;
       n->rule = tr->step[k + 1].rule;
@@ -70,11 +70,11 @@ HL_NOINLINE hl_tpool *hl_plan_walk_tpool(void *const *fp, const hl_step_rule *r0
   if (pool == 0 && (pool = rest_pool((uintptr_t)fp[1], size)) == 0) {
     /* not pooled; with `rest callsite` only for now (the site has too few objects yet, or
      * this one is too big: the cached pool's max_size decides that) */
-    if (steps && !hl_state.opt.site_max_size) remember_chain(heap, (uintptr_t)fp[1], decided, steps, NULL);
+    if (steps && !hl_state.opt.site_max_size) remember_chain(heap, (uintptr_t)fp[1], decided, steps, NULL, size);
     return NULL;
   }
   hl_tpool *tp = tpool_of(heap, pool);
-  if (tp != NULL && steps) remember_chain(heap, (uintptr_t)fp[1], decided, steps, tp);
+  if (tp != NULL && steps) remember_chain(heap, (uintptr_t)fp[1], decided, steps, tp, size);
   return tp;
 }
 
@@ -169,9 +169,27 @@ static HL_NOINLINE __attribute__((noclone, optimize("omit-frame-pointer"))) void
   return malloc_placing_full(size);
 }
 
-HL_EXPORT __attribute__((noinline, optimize("omit-frame-pointer"))) void *malloc(size_t size) {
-  void *p = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));
+/* A walk site's malloc (its entry e: HL_TP_WALK), reached by a jump from malloc (and
+ * realloc(NULL, n)) when the pop missed at a walk site's entry: the chain cache
+ * and the answer's list (hl_chain_pop). Every allocation through a wrapper comes here under
+ * dpa; through malloc_missed and malloc_placing_full (the passthrough flag, the size
+ * limit, PreFix, the policy and the entry looked at again) it cost about 30 instructions
+ * more. Its frame starts the walk. */
+static HL_NOINLINE __attribute__((noclone)) void *malloc_walk(size_t size, const hl_site_cache_entry *e) {
+  /* larger than any pool takes: never cached in a chain (hl_dpa_malloc forwards it first) */
+  if (size > hl_state.opt.max_size) return malloc_forward(size);
+  if (HL_UNLIKELY(hl_prefix_on)) return malloc_missed(size); /* PreFix's own cache first, as before */
+  void *p = hl_chain_pop(hl_tl_heap, e, HL_FRAME, size);
   if (HL_LIKELY(p > HL_FORWARD)) return p;
+  return p == HL_FORWARD ? malloc_forward(size) : hl_malloc_from(size, HL_FRAME);
+}
+
+HL_EXPORT __attribute__((noinline, optimize("omit-frame-pointer"))) void *malloc(size_t size) {
+  const hl_site_cache_entry *e;
+  uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+  void *p = hl_site_direct_pop_ex(size, ra, &e);
+  if (HL_LIKELY(p > HL_FORWARD)) return p;
+  if (p == NULL && hl_site_walks(e, ra)) return malloc_walk(size, e);
   if (p == HL_FORWARD || atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed))
     return hl_next_alloc.malloc(size);
   return malloc_missed(size);
@@ -263,8 +281,11 @@ static HL_NOINLINE __attribute__((noclone)) void *realloc_full(void *p, size_t s
  * site (lua5.4's allocator function under dpa: docs/results.md §25). */
 HL_EXPORT __attribute__((noinline, optimize("omit-frame-pointer"))) void *realloc(void *p, size_t size) {
   if (p == NULL) {
-    void *q = hl_site_direct_pop(size, (uintptr_t)__builtin_return_address(0));
+    const hl_site_cache_entry *e;
+    uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+    void *q = hl_site_direct_pop_ex(size, ra, &e);
     if (HL_LIKELY(q > HL_FORWARD)) return q;
+    if (q == NULL && hl_site_walks(e, ra)) return malloc_walk(size, e);
     if (q == HL_FORWARD || atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed))
       return hl_next_alloc.malloc(size);
     return malloc_missed(size);
