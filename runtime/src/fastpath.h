@@ -166,6 +166,28 @@ static inline __attribute__((always_inline)) void *hl_direct_bump(hl_tpool *tp, 
   if ((uintptr_t)b <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
   return b;
 }
+/* Takes obj, the head of a direct list (a site entry's or a chain node's, of tp's class
+ * record), off it: the one pop both direct paths share. */
+static inline __attribute__((always_inline)) void *hl_direct_take(const hl_tpool *tp, hl_free_slot **list,
+                                                                 hl_free_slot *obj) {
+  (void)tp;
+  /* the allocation list holds slots of its allocating chunk only, one in use by this pool
+   * (a released chunk's slots left every list: alloc.c, chunk_drop_lists), and that chunk
+   * is the class record's, next to the list */
+  hl_chunk *c = ((const hl_class_head *)list)->from;
+  hl_assert(c == hl_chunk_of(obj));
+  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && c->free[(const hl_class_head *)list - tp->head] == HL_OWN_NONE);
+  hl_assert(atomic_load_explicit(&c->owner, memory_order_relaxed) == tp);
+  *list = obj->next;
+  /* the double-free mark, through the entry pointer the push left in the slot (a sized
+   * delete's slot has none: its own first byte, no change that matters) */
+  hl_assert(obj->entry == hl_sizemap_entry(c, obj) || obj->entry == (const uint8_t *)obj);
+  hl_slot_unmark_linked(obj);
+  c->live++;
+  /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
+  if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
+  return obj;
+}
 /* the site entry's: its tp (read only when the list is empty) */
 static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_site_cache_entry *e,
                                                                       hl_free_slot **list) {
@@ -209,22 +231,7 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop_ex(size_t 
   obj = *list;
 #endif
   if (HL_UNLIKELY(obj == NULL)) return hl_site_direct_bump(e, list);
-  /* the allocation list holds slots of its allocating chunk only, one in use by this pool
-   * (a released chunk's slots left every list: alloc.c, chunk_drop_lists), and that chunk
-   * is the class record's, next to the list */
-  hl_chunk *c = ((const hl_class_head *)list)->from;
-  hl_assert(c == hl_chunk_of(obj));
-  hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && c->free[(const hl_class_head *)list - e->tp->head] == HL_OWN_NONE);
-  hl_assert(atomic_load_explicit(&c->owner, memory_order_relaxed) == e->tp);
-  *list = obj->next;
-  /* the double-free mark, through the entry pointer the push left in the slot (a sized
-   * delete's slot has none: its own first byte, no change that matters) */
-  hl_assert(obj->entry == hl_sizemap_entry(c, obj) || obj->entry == (const uint8_t *)obj);
-  hl_slot_unmark_linked(obj);
-  c->live++;
-  /* a slot is no HL_FORWARD: the callers' test of the answer then folds away */
-  if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
-  return obj;
+  return hl_direct_take(e->tp, list, obj); /* e->tp: read by the debug library's asserts only */
 }
 static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t size, uintptr_t ra) {
   const hl_site_cache_entry *e;
@@ -322,15 +329,7 @@ static inline __attribute__((always_inline)) void *hl_chain_pop(hl_heap *h, cons
       void *b = hl_direct_bump(tp, list);
       return b != NULL ? b : hl_tpool_try_alloc(tp, size);
     }
-    hl_chunk *c = ((const hl_class_head *)list)->from;
-    hl_assert(c == hl_chunk_of(obj));
-    hl_assert(c->magic == HL_CHUNK_MAGIC && c->in_use && c->free[(const hl_class_head *)list - tp->head] == NULL);
-    hl_assert(atomic_load_explicit(&c->owner, memory_order_relaxed) == tp);
-    *list = obj->next;
-    hl_slot_unmark(c, obj);
-    c->live++;
-    if ((uintptr_t)obj <= (uintptr_t)HL_FORWARD) __builtin_unreachable();
-    return obj;
+    return hl_direct_take(tp, list, obj);
   }
   return NULL;
 }
