@@ -51,16 +51,18 @@ def peak_rss(doc: dict, label: str) -> float | None:
 
 
 def table_row(name: str, doc: dict) -> list[str]:
-    """program, best as shipped, then each configuration past the four: median ratio to the
-    best [q1-q3] and its peak RSS against the best's."""
+    """program, best as shipped, each huge-page setting, the allocator `callsite` ran on, then
+    `callsite` both ways: median ratio to the best [q1-q3] and peak RSS against the best's."""
     labels = [c["label"] for c in doc["configs"]]
     best = min(SHIPPED, key=lambda a: report.summary(report.paired(doc, a, "glibc"))["median"])
     cells = [name, best]
     for label in labels[len(SHIPPED):]:
+        if label.startswith("callsite") and ":" not in label:
+            cells.append(label.partition("+")[2] or "glibc")
         s = report.summary(report.paired(doc, label, best))
         rss, base_rss = peak_rss(doc, label), peak_rss(doc, best)
         cells.append(report.fmt(s) + (f" ({rss / base_rss:.2f}x)" if rss and base_rss else ""))
-    cells += ["—"] * (2 + len(HUGE) + 2 - len(cells))
+    cells += ["—"] * (2 + len(HUGE) + 3 - len(cells))
     return cells
 
 
@@ -87,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         measure.write_json(out / p.name / "huge_pages.json", doc)
         rows.append(table_row(p.name, doc))
     command = "python3 -m benchmarks.real.huge_pages " + shlex.join(argv if argv is not None else sys.argv[1:])
-    head = ["program", "best as shipped", *(f"`{h}`" for h in HUGE), "`callsite` on the best",
-            "`callsite` on the best, `huge_pages=1`"]
+    head = ["program", "best as shipped", *(f"`{h}`" for h in HUGE), "`callsite` on", "`callsite`",
+            "`callsite`, `huge_pages=1`"]
     lines = [f"Command: `{command}`", "", "Median paired ratio to the best allocator as shipped [q1–q3], "
              "(peak RSS against its)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
