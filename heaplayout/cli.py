@@ -44,7 +44,15 @@ def main(argv: list[str] | None = None) -> int:
         return cc.run_driver(argv[1:])
     ours, program = split_program(argv)
     parser = build_parser()
-    args = parser.parse_args(ours)
+    args, extra = parser.parse_known_args(ours)
+    tail = getattr(args, "positional_tail", None)
+    if extra and tail and not any(e.startswith("-") for e in extra):
+        # argparse gives a nargs='*'/'+' positional only the words before the first option, so
+        # `profile show --top 3 P`, `plan show --profile P PLAN` and `profile merge -o C A B`
+        # failed with "unrecognized arguments: P"; the words after the options belong to it too
+        setattr(args, tail, list(getattr(args, tail) or []) + extra)
+    elif extra:
+        parser.parse_args(ours)  # argparse's own error for what is really unknown
     args.program = program
     try:
         return int(args.func(args) or 0)

@@ -39,3 +39,18 @@ def runtime_library() -> Path:
 def workload_binary(name: str, variant: str = "fp") -> Path:
     """A workload executable; variant 'fp' keeps frame pointers, 'nofp' omits them."""
     return _require(build_dir() / "workloads" / variant / name, f"workload {name!r} ({variant})")
+
+
+def check_output_file(path: str | os.PathLike, option: str) -> None:
+    """Refuse an output file that cannot be written (ValueError naming `option` and why)
+    before any work is done: a missing or read-only directory, or a directory given as the
+    file, would otherwise surface as a Python traceback after the work (a simulation, a merge
+    of large profiles), or as an error about a hidden temporary file."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{option} {path} is a directory; give the file's name")
+    where = p.parent if str(p.parent) else Path(".")
+    if not where.is_dir():
+        raise ValueError(f"{option} {path}: cannot write it: no such directory {where}")
+    if not os.access(where, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"{option} {path}: cannot write it: permission denied")

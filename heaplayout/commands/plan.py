@@ -16,6 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ..paths import check_output_file
 from ..plan_format import Plan, PlanError, read_plan, write_plan
 from ..planning import identify, planner
 from ..profile_model import Profile
@@ -115,7 +116,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for f in fields(hds.HdsParams):
         h.add_argument(f"--hds-{f.name.replace('_', '-')}", dest=f"hds_{f.name}", type=type(f.default),
                        default=f.default, metavar="N", help=f"{HDS_HELP[f.name]} (default {f.default})")
-    p.set_defaults(func=plan_command)
+    p.set_defaults(func=plan_command, positional_tail="inputs")
 
 
 def plan_command(args: argparse.Namespace) -> int:
@@ -137,6 +138,13 @@ def plan_command(args: argparse.Namespace) -> int:
         return 2
     if os.path.isdir(args.output):
         print(f"heaplayout plan: -o {args.output} is a directory; give the plan file's name", file=sys.stderr)
+        return 2
+    try:  # before planning: --json in a missing directory was a traceback after the plan was written
+        check_output_file(args.output, "-o")
+        if args.json:
+            check_output_file(args.json, "--json")
+    except ValueError as err:
+        print(f"heaplayout plan: {err}", file=sys.stderr)
         return 2
     try:
         gp = grouping.GroupingParams(**{f.name: getattr(args, f.name) for f in fields(grouping.GroupingParams)})
@@ -193,6 +201,7 @@ def choose_layout_command(plan_path: Path, out: Path, program: list[str], stdin:
     from ..simulate import SimulateError
     try:
         plan = read_plan(plan_path)
+        check_output_file(out, "-o")  # before the simulations, not after them
         if stdin is not None and not stdin.is_file():
             raise ValueError(f"--stdin {stdin}: no such file")
         allocator_library(allocator)  # a clear error now rather than a failed simulation

@@ -103,7 +103,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--folded", metavar="OUT", help="export: write folded stacks (flame-graph input)")
     p.add_argument("--folded-value", choices=("objects", "bytes", "accesses"), default="bytes",
                    help="export: the value of each folded stack (default bytes)")
-    p.set_defaults(func=profile_command)
+    p.set_defaults(func=profile_command, positional_tail="action")
 
 
 def tool_argv(args: argparse.Namespace, out: str) -> list[str]:
@@ -345,12 +345,17 @@ def merge_command(files: list[str], args: argparse.Namespace) -> int:
     if len(files) < 2 or not args.output:
         print("heaplayout profile merge: usage: heaplayout profile merge A B [...] -o C", file=sys.stderr)
         return 2
+    try:  # -o in a missing directory was a traceback from write_profile, after reading every input
+        paths.check_output_file(args.output, "-o")
+    except ValueError as err:
+        print(f"heaplayout profile merge: {err}", file=sys.stderr)
+        return 2
     try:
         merged = merge_profiles([read_profile(f) for f in files], force=args.force)
+        write_profile(merged, args.output)
     except (OSError, ProfileError, ValueError) as err:
         print(f"heaplayout profile merge: {err}", file=sys.stderr)
         return 1
-    write_profile(merged, args.output)
     print(f"merged {len(files)} profiles into {args.output}: {len(merged.contexts)} contexts, "
           f"{len(merged.objects)} objects", file=sys.stderr)
     return 0

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -129,7 +131,26 @@ MODEL_KEYS = ("hw", "L1", "L2", "LL", "levels", "line", "lat", "dtlb", "stlb", "
               "dram_geometry", "dram_hit", "walk_cache", "phys_index")
 
 
+_NUM = r"(?:0x[0-9a-fA-F]+|[0-9]+)"
+_TRIPLES = {"L1": (f"{_NUM}[KkMmGg]?", "SIZE,WAYS,LINE, e.g. 48K,12,64 (WAYS 0: fully associative)"),
+            "L2": (f"{_NUM}[KkMmGg]?", "SIZE,WAYS,LINE, e.g. 2M,16,64 (WAYS 0: fully associative)"),
+            "LL": (f"{_NUM}[KkMmGg]?", "SIZE,WAYS,LINE, e.g. 4M,16,64 (WAYS 0: fully associative)"),
+            "dtlb": (_NUM, "ENTRIES,WAYS,PENALTY, e.g. 64,4,7"),
+            "stlb": (_NUM, "ENTRIES,WAYS,PENALTY, e.g. 1536,12,30")}
+
+
+def check_triples(args: argparse.Namespace) -> None:
+    """The form of --L1/--L2/--LL/--dtlb/--stlb, checked here: the tool's own refusal of a
+    malformed one was valgrind's 'Bad option ... Use --help' (whose --help is valgrind's) and
+    'hlsim wrote no result'. The tool still checks the geometry itself (ways dividing lines)."""
+    for key, (first, form) in _TRIPLES.items():
+        v = getattr(args, key, None)
+        if v is not None and not re.fullmatch(f"{first},{_NUM},{_NUM}", v):
+            raise ValueError(f"--{key} {v}: wants {form}")
+
+
 def options_from_args(args: argparse.Namespace) -> SimOptions:
+    check_triples(args)
     runtime_options = {k: getattr(args, k) for k in ("chunk_size", "range", "cc_block", "min_objects", "max_size")
                        if getattr(args, k, None) is not None}
     model = dict(CACHEGRIND_GEOMETRY) if args.cachegrind_geometry else {}
@@ -148,6 +169,8 @@ def simulate_command(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
+        if args.json:  # checked before the simulation: writing it after was a traceback in a missing directory
+            paths.check_output_file(args.json, "--json")
         opts = options_from_args(args)
         opts.client_env()  # validate the layout settings before the long run
         refusal = plan_refusal(args.plan) if args.plan else None
@@ -190,6 +213,16 @@ def simulate_command(args: argparse.Namespace) -> int:
         return 2
     print(format_result(result))
     rc = result.get("valgrind_exit", 0)
-    return rc if isinstance(rc, int) and rc >= 0 else 1
+    if isinstance(rc, int) and rc < 0:
+        # the program died by a signal (valgrind re-raises it): say so, as the counts above are
+        # of its run up to then, and exit as a shell reports it (128 + N) rather than a bare 1
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        print(f"heaplayout simulate: the program was killed by {name}; the counts cover its run up to then",
+              file=sys.stderr)
+        return 128 - rc
+    return rc if isinstance(rc, int) else 1
 
 

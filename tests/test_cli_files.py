@@ -1,0 +1,90 @@
+"""The commands' handling of file arguments and simulate's odd inputs, as a new user gives them
+(probe 4): file names after options, outputs in a missing directory, malformed cache
+geometries, a program killed by a signal under simulate."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run_program
+from test_profile_validation import small_profile
+
+from heaplayout.profile_writer import write_profile
+
+CLI = [sys.executable, "-m", "heaplayout.cli"]
+
+
+def cli(*args: str, **kw):
+    r = run_program(CLI + list(args), **kw)
+    r.err = r.stderr.decode()
+    return r
+
+
+@pytest.fixture
+def prof(tmp_path: Path) -> Path:
+    p = tmp_path / "a.prof"
+    write_profile(small_profile(), p)
+    return p
+
+
+def test_file_arguments_after_options(tmp_path: Path, prof: Path) -> None:
+    """argparse gave the nargs='*' positional only the words before the first option:
+    these natural orders failed with 'unrecognized arguments: a.prof'."""
+    r = cli("profile", "show", "--top", "1", str(prof))
+    assert r.returncode == 0 and b"profile of: /bin/prog" in r.stdout, r.err
+    merged = tmp_path / "m.prof"
+    r = cli("profile", "merge", "-o", str(merged), str(prof), str(prof))
+    assert r.returncode == 0 and merged.exists(), r.err
+    r = cli("profile", "merge", "--force", str(prof), str(prof), "-o", str(merged))
+    assert r.returncode == 0, r.err
+    plan = tmp_path / "a.plan"
+    assert cli("plan", str(prof), "-o", str(plan)).returncode == 0
+    r = cli("plan", "show", "--profile", str(prof), str(plan))
+    assert r.returncode == 0 and b"plan format 1" in r.stdout, r.err
+    r = cli("profile", "show", "--no-such-option", str(prof))  # still argparse's error
+    assert r.returncode == 2 and "unrecognized arguments: --no-such-option" in r.err
+
+
+@pytest.mark.parametrize("argv", [
+    ("plan", "{prof}", "-o", "{missing}/p.plan"),
+    ("plan", "{prof}", "-o", "{tmp}/p.plan", "--json", "{missing}/p.json"),
+    ("profile", "merge", "{prof}", "{prof}", "-o", "{missing}/m.prof"),
+    ("simulate", "--json", "{missing}/s.json", "--", "true"),
+])
+def test_output_in_a_missing_directory_is_one_line_before_the_work(tmp_path: Path, prof: Path, argv) -> None:
+    """Was a traceback (plan --json, merge -o, simulate --json: the last after the whole
+    simulation), or an error about 'p.plan.tmp'; plan --json also left the plan written."""
+    args = [a.format(prof=prof, missing=tmp_path / "nodir", tmp=tmp_path) for a in argv]
+    r = cli(*args)
+    assert r.returncode == 2, r.err
+    assert "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert "no such directory" in r.err and ".tmp" not in r.err
+    assert not (tmp_path / "p.plan").exists()
+
+
+@pytest.mark.parametrize("opt,value", [("--L1", "32K,8"), ("--LL", "abc"), ("--dtlb", "64,4"),
+                                       ("--L2", "2M,16,64,1")])
+def test_simulate_malformed_geometry_is_one_clear_line(opt: str, value: str) -> None:
+    """Was valgrind's 'Bad option ... Use --help' (valgrind's help) and 'hlsim wrote no result'."""
+    r = cli("simulate", opt, value, "--", "true")
+    assert r.returncode == 2
+    assert r.err.strip().splitlines() == [r.err.strip()] and r.err.startswith(f"heaplayout simulate: {opt} {value}")
+    assert "valgrind" not in r.err
+
+
+def test_simulate_odd_geometry_runs(build_dir: Path) -> None:
+    """A non-power-of-two LL (3M, 12 ways) is a real geometry and is simulated."""
+    r = cli("simulate", "--LL", "3M,12,64", "--", "true")
+    assert r.returncode == 0, r.err
+    assert b"LL 3072K/12w/64B" in r.stdout
+
+
+def test_simulate_of_a_program_killed_by_a_signal_says_so(build_dir: Path) -> None:
+    """simulate exited 1 without a word, the counts looking like a whole run's; now it says
+    which signal and exits as a shell reports it (128 + N)."""
+    r = cli("simulate", "--", "sh", "-c", "kill -SEGV $$")
+    assert r.returncode == 128 + 11, r.err
+    assert "killed by SIGSEGV" in r.err and "Traceback" not in r.err
