@@ -11,6 +11,8 @@ line and reason. tests/data/plan_conformance/ holds the cases both must agree on
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 import re
 import stat
@@ -136,8 +138,14 @@ def write_plan(plan: Plan, path: str | Path) -> None:
     path = Path(path)
     text = plan_text(plan)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as err:
+        # name the file the user gave, not the hidden temporary one ('x.plan.tmp': no such file)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OSError(err.errno, err.strerror, str(path)) from err
 
 
 # ---- the reader: runtime/src/plan_parse.c, check for check ---------------------------------

@@ -88,3 +88,16 @@ def test_simulate_of_a_program_killed_by_a_signal_says_so(build_dir: Path) -> No
     r = cli("simulate", "--", "sh", "-c", "kill -SEGV $$")
     assert r.returncode == 128 + 11, r.err
     assert "killed by SIGSEGV" in r.err and "Traceback" not in r.err
+
+
+def test_profile_into_an_unwritable_directory_is_one_line(build_dir: Path) -> None:
+    """os.access passes root on /proc; the scratch directory's mkdtemp then raised a
+    traceback. The program is not run."""
+    r = cli("profile", "-o", "/proc/x.prof", "--", "sh", "-c", "echo ran")
+    assert r.returncode == 2 and r.stdout == b"", r.err
+    assert r.err.startswith("heaplayout profile: cannot write the profile into /proc") and "Traceback" not in r.err
+
+
+def test_plan_write_failure_names_the_plan_not_its_temporary(prof: Path) -> None:
+    r = cli("plan", str(prof), "-o", "/proc/x.plan")
+    assert r.returncode == 1 and "'/proc/x.plan'" in r.err and ".tmp" not in r.err, r.err

@@ -179,6 +179,11 @@ def profile_command(args: argparse.Namespace) -> int:
         print(f"heaplayout profile: cannot write the profile into {where}: "
               f"{'no such directory' if not os.path.isdir(where) else 'not writable'}", file=sys.stderr)
         return 2
+    try:  # where the per-process profiles go: os.access passes root on /proc or a read-only mount
+        os.rmdir(tempfile.mkdtemp(prefix="heaplayout-profiles-", dir=where))
+    except OSError as err:
+        print(f"heaplayout profile: cannot write the profile into {where}: {err.strerror}", file=sys.stderr)
+        return 2
     env = dict(os.environ)
     env["VALGRIND_LIB"] = str(lib)
     program_opt = args.program_exe or "auto"
