@@ -101,3 +101,10 @@ def test_profile_into_an_unwritable_directory_is_one_line(build_dir: Path) -> No
 def test_plan_write_failure_names_the_plan_not_its_temporary(prof: Path) -> None:
     r = cli("plan", str(prof), "-o", "/proc/x.plan")
     assert r.returncode == 1 and "'/proc/x.plan'" in r.err and ".tmp" not in r.err, r.err
+
+
+@pytest.mark.parametrize("levels", [("--levels", "2"), ("--cachegrind-geometry",)])
+def test_simulate_refuses_an_l2_the_two_level_model_would_drop(levels) -> None:
+    """With two levels the tool models L1 + LL and ignored --L2 silently."""
+    r = cli("simulate", *levels, "--L2", "1M,8,64", "--", "true")
+    assert r.returncode == 2 and r.err.startswith("heaplayout simulate: --L2 1M,8,64: the two-level"), r.err

@@ -155,6 +155,11 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
                        if getattr(args, k, None) is not None}
     model = dict(CACHEGRIND_GEOMETRY) if args.cachegrind_geometry else {}
     model.update({k: getattr(args, k) for k in MODEL_KEYS if getattr(args, k, None) is not None})
+    if str(model.get("levels")) == "2" and getattr(args, "L2", None) is not None:
+        # the tool models L1 + LL then and dropped --L2 without a word: the result looked like
+        # that of the geometry asked for
+        why = "--levels 2" if args.levels == "2" else "--cachegrind-geometry"
+        raise ValueError(f"--L2 {args.L2}: the two-level hierarchy ({why}) is L1 + LL; give --LL, or three levels")
     policy = args.policy or ("plan" if args.plan else "none")
     return SimOptions(policy=policy, allocator=args.allocator, plan=args.plan,
                       runtime_options=runtime_options, model=model,
