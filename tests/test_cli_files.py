@@ -108,3 +108,12 @@ def test_simulate_refuses_an_l2_the_two_level_model_would_drop(levels) -> None:
     """With two levels the tool models L1 + LL and ignored --L2 silently."""
     r = cli("simulate", *levels, "--L2", "1M,8,64", "--", "true")
     assert r.returncode == 2 and r.err.startswith("heaplayout simulate: --L2 1M,8,64: the two-level"), r.err
+
+
+def test_simulate_warns_that_piped_input_does_not_reach_the_program(build_dir: Path) -> None:
+    """profile and run pass standard input through; simulate gives the program /dev/null, so
+    `cat in | heaplayout simulate -- prog` simulated another run than the user's, silently."""
+    r = cli("simulate", "--", "sh", "-c", "wc -c", stdin=b"12345\n")
+    assert r.returncode == 0, r.err
+    assert "standard input is not passed to the program" in r.err and "--stdin FILE" in r.err
+    assert b"0\n" in r.stdout  # what the program read: /dev/null, as the warning says

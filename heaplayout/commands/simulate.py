@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import stat
 import shutil
 import signal
 import sys
@@ -41,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"the allocator (underneath ours with --policy): {', '.join(allocators.ALLOCATORS)}, or the "
                    "path of a shared library that defines malloc (default glibc)")
     p.add_argument("--stdin", metavar="FILE", help="the program reads FILE on standard input (each simulated run "
-                   "reads it from its start)")
+                   "reads it from its start; default: /dev/null, whatever is piped to heaplayout)")
     p.add_argument("--chunk-size", metavar="BYTES", help="runtime pool chunk size (default 1M)")
     p.add_argument("--range", metavar="BYTES", help="runtime pool range (default 16G)")
     p.add_argument("--cc-block", metavar="BYTES",
@@ -168,6 +170,15 @@ def options_from_args(args: argparse.Namespace) -> SimOptions:
                       target=resolve_program_option(args.program_exe) if getattr(args, "program_exe", None) else None)
 
 
+def _input_waiting() -> bool:
+    """Our standard input is a pipe or a non-empty file: input meant for the program."""
+    try:
+        st = os.fstat(0)
+    except OSError:
+        return False
+    return stat.S_ISFIFO(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_size > 0)
+
+
 def simulate_command(args: argparse.Namespace) -> int:
     if not args.program:
         print("heaplayout simulate: no program given; usage: heaplayout simulate [options] -- PROG [ARGS...]",
@@ -182,6 +193,11 @@ def simulate_command(args: argparse.Namespace) -> int:
         if refusal is not None:  # the runtime would refuse it and simulate glibc under the plan's name
             raise ValueError(refusal)
         stdin = check_stdin_file(args.stdin)
+        if stdin is None and _input_waiting():
+            # `cat in | heaplayout simulate -- prog` simulated prog reading /dev/null: another run
+            # than the user's, with no word of it
+            print("heaplayout simulate: warning: standard input is not passed to the program, which reads "
+                  "/dev/null; give the input as --stdin FILE", file=sys.stderr)
         exe = shutil.which(args.program[0])
         sanitized = elf.sanitizer(Path(exe)) if exe else None
         if sanitized:
