@@ -18,6 +18,10 @@ def main_module(p: Profile) -> Module | None:
     return None
 
 
+# profile header settings that change what the counts mean (heaplayout profile's options)
+RECORDING_KEYS = ("depth", "affinity_distance", "max_object_size", "affinity", "pointer_edges", "trim")
+
+
 def merge_profiles(profiles: list[Profile], *, force: bool = False) -> Profile:
     """Combine runs of the same binary: contexts are matched by their frames (module
     build-id or path, offset); counts, affinity weights and pointer edges add up; objects
@@ -29,6 +33,15 @@ def merge_profiles(profiles: list[Profile], *, force: bool = False) -> Profile:
         keys = {(main_module(p).key if main_module(p) else ("", Path(p.header.get("exe", "")).name)) for p in profiles}
         if len(keys) > 1:
             raise ValueError("profiles come from different binaries (use --force to merge anyway)")
+        # weights recorded under different settings do not add up: affinity at 64 and 128 bytes
+        # summed under the first's distance, a run without affinity diluting the other's shares,
+        # contexts cut at different depths never matching. They merged silently.
+        for key in RECORDING_KEYS:
+            values = {p.header.get(key) for p in profiles}
+            if len(values) > 1:
+                raise ValueError(f"profiles recorded with different {key.replace('_', '-')} "
+                                 f"({', '.join(sorted(str(v) for v in values))}); their counts do not add up "
+                                 "(use --force to merge anyway)")
     out = Profile()
     out.has_adjacent_links = all(p.has_adjacent_links or not p.pointer_edges for p in profiles)
     out.has_neighbours = all(p.has_neighbours for p in profiles)

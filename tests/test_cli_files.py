@@ -117,3 +117,20 @@ def test_simulate_warns_that_piped_input_does_not_reach_the_program(build_dir: P
     assert r.returncode == 0, r.err
     assert "standard input is not passed to the program" in r.err and "--stdin FILE" in r.err
     assert b"0\n" in r.stdout  # what the program read: /dev/null, as the warning says
+
+
+@pytest.mark.parametrize("key,other", [("affinity_distance", "64"), ("affinity", "0"), ("depth", "4")])
+def test_merge_refuses_profiles_recorded_with_different_settings(tmp_path: Path, key: str, other: str) -> None:
+    """Affinity at 64 and 128 bytes summed under the first's distance, and the like, merged
+    silently; --force still merges."""
+    a, b = small_profile(), small_profile()
+    a.header[key] = "128" if key == "affinity_distance" else ("1" if key == "affinity" else "12")
+    b.header[key] = other
+    write_profile(a, tmp_path / "a.prof")
+    write_profile(b, tmp_path / "b.prof")
+    r = cli("profile", "merge", str(tmp_path / "a.prof"), str(tmp_path / "b.prof"), "-o", str(tmp_path / "m.prof"))
+    assert r.returncode == 1 and f"different {key.replace('_', '-')}" in r.err and "--force" in r.err, r.err
+    assert not (tmp_path / "m.prof").exists()
+    r = cli("profile", "merge", "--force", str(tmp_path / "a.prof"), str(tmp_path / "b.prof"),
+            "-o", str(tmp_path / "m.prof"))
+    assert r.returncode == 0, r.err
