@@ -134,3 +134,27 @@ def test_merge_refuses_profiles_recorded_with_different_settings(tmp_path: Path,
     r = cli("profile", "merge", "--force", str(tmp_path / "a.prof"), str(tmp_path / "b.prof"),
             "-o", str(tmp_path / "m.prof"))
     assert r.returncode == 0, r.err
+
+
+OTHER_PLAN = """heaplayout-plan 1
+strategy halo
+chunk_size 1048576
+max_object_size 4096
+recursion function
+module 0 cd34 /bin/other
+group 1 1 10 spans
+select 1 0:0x10
+end
+"""
+
+
+def test_report_refuses_a_plan_of_another_program(tmp_path: Path, prof: Path) -> None:
+    """The page showed the plan's heatmap identical to glibc's and groups capturing nothing."""
+    plan = tmp_path / "other.plan"
+    plan.write_text(OTHER_PLAN)
+    r = cli("report", "--profile", str(prof), "--plan", str(plan), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 2 and "tied to /bin/other" in r.err and "Traceback" not in r.err, r.err
+    assert not (tmp_path / "r.html").exists()
+    plan.write_text(OTHER_PLAN.replace("cd34 /bin/other", "ab12 /bin/prog"))  # the profile's own binary
+    r = cli("report", "--profile", str(prof), "--plan", str(plan), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 0, r.err

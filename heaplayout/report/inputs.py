@@ -94,5 +94,13 @@ def load_inputs(inputs: ReportInputs) -> Loaded:
         if out.optimize.get("schema") != OPTIMIZE_SCHEMA:
             raise ReportError(f"optimize result {inputs.optimize}: schema {out.optimize.get('schema')!r}, expected "
                               f"{OPTIMIZE_SCHEMA!r} (optimize.json in optimize's output directory)")
+    if out.plan is not None and out.profile is not None and out.plan.modules:
+        # a plan of another program drew an "after" heatmap identical to glibc's and groups that
+        # capture nothing, as if the plan did nothing for this program
+        from ..planning.planner import profile_module_for
+        if all(profile_module_for(out.profile, m) is None for m in out.plan.modules):
+            raise ReportError(f"plan {inputs.plan} is tied to {', '.join(m.path for m in out.plan.modules)}, which "
+                              f"profile {inputs.profile} (of {out.profile.header.get('exe', '?')}) does not hold; "
+                              "give the profile the plan was made from")
     out.simulations = [load_simulation(p) for p in inputs.simulate]
     return out
