@@ -158,3 +158,16 @@ def test_report_refuses_a_plan_of_another_program(tmp_path: Path, prof: Path) ->
     plan.write_text(OTHER_PLAN.replace("cd34 /bin/other", "ab12 /bin/prog"))  # the profile's own binary
     r = cli("report", "--profile", str(prof), "--plan", str(plan), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 0, r.err
+
+
+@pytest.mark.parametrize("opt,value,says", [("--lines", "48,64", "'48' is not a line size"),
+                                            ("--lines", "abc", "'abc' is not a line size"),
+                                            ("--prefetchers", "bogus", "unknown bogus")])
+def test_simulate_study_checks_its_lists(opt: str, value: str, says: str) -> None:
+    """The study's runs capture valgrind's messages: a bad line size or prefetcher was only
+    'hlsim wrote no result (valgrind exit 1)', and 'abc' int()'s 'invalid literal'."""
+    argv = {"--lines": "64", "--prefetchers": "none"}
+    argv[opt] = value
+    r = cli("simulate", "--study", "--lines", argv["--lines"], "--prefetchers", argv["--prefetchers"],
+            "--layouts", "glibc", "--", "true")
+    assert r.returncode == 2 and r.err.startswith(f"heaplayout simulate: {opt} {value}: ") and says in r.err, r.err

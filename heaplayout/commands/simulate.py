@@ -214,7 +214,18 @@ def simulate_command(args: argparse.Namespace) -> int:
             if stdin is not None:
                 raise ValueError("--stdin is not supported with --study yet (heaplayout/study.py runs read /dev/null)")
             from ..study import run_study, format_study
-            rows = run_study(args.program, opts, lines=[int(x) for x in args.lines.split(",")],
+            # checked here: the study's runs capture valgrind's messages, so a bad line size or
+            # prefetcher was only 'hlsim wrote no result (valgrind exit 1)', 'abc' a bare int() error
+            lines = []
+            for x in args.lines.split(","):
+                if not x.isdigit() or int(x) < 4 or int(x) > 4096 or int(x) & (int(x) - 1):
+                    raise ValueError(f"--lines {args.lines}: {x!r} is not a line size (a power of two, 4 to 4096)")
+                lines.append(int(x))
+            bad = [x for x in args.prefetchers.split(",") if x not in PREFETCHERS]
+            if bad:
+                raise ValueError(f"--prefetchers {args.prefetchers}: unknown {', '.join(bad)}; choose from "
+                                 f"{', '.join(PREFETCHERS)}")
+            rows = run_study(args.program, opts, lines=lines,
                              prefetchers=args.prefetchers.split(","), layouts=args.layouts.split(","),
                              valgrind=args.valgrind)
             print(format_study(rows))
