@@ -171,3 +171,15 @@ def test_simulate_study_checks_its_lists(opt: str, value: str, says: str) -> Non
     r = cli("simulate", "--study", "--lines", argv["--lines"], "--prefetchers", argv["--prefetchers"],
             "--layouts", "glibc", "--", "true")
     assert r.returncode == 2 and r.err.startswith(f"heaplayout simulate: {opt} {value}: ") and says in r.err, r.err
+
+
+def test_show_of_a_merge_of_sampled_and_full_runs_says_sampled(tmp_path: Path) -> None:
+    full, sampled = small_profile(), small_profile()
+    full.header["sample_period"] = "1"
+    sampled.header["sample_period"] = "10"
+    write_profile(full, tmp_path / "a.prof")
+    write_profile(sampled, tmp_path / "b.prof")
+    merged = tmp_path / "m.prof"
+    assert cli("profile", "merge", str(tmp_path / "a.prof"), str(tmp_path / "b.prof"), "-o", str(merged)).returncode == 0
+    r = cli("profile", "show", str(merged))
+    assert r.returncode == 0 and b"SAMPLED: merged from runs of different sample periods" in r.stdout, r.stdout

@@ -374,7 +374,12 @@ def format_summary(p: Profile, top: int = 15) -> str:
     runs = p.header.get("merged_runs")
     lines.append(f"format {p.version}, {state}" + (f", merged from {runs} runs" if runs else ""))
     period = p.header_int("sample_period", 1)
-    if period > 1:
+    if p.header.get("sample_period") == "mixed":
+        # a merge of sampled and other runs (profile_merge.py): header_int read 'mixed' as 1 and
+        # the summary said nothing of the estimates
+        lines.append("SAMPLED: merged from runs of different sample periods; access counts, affinity and "
+                     "pointer-edge weights are in part estimates (each run's sampled counts x its period)")
+    elif period > 1:
         on = p.summary.get("sample_on_blocks", 0)
         total = p.summary.get("sample_blocks", 0)
         duty = f", {100.0 * on / total:.1f}% of the run profiled" if total else ""
