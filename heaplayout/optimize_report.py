@@ -183,6 +183,9 @@ def verdict_lines(run: OptimizeRun) -> list[str]:
                                          "which it has without heaplayout (docs/optimize.md)" if rec.strategy == "alone"
                                          else "our pools, and the allocator underneath where it has the setting, "
                                          "on transparent huge pages"))
+    mem = peak_rss_ratio(run, rec.label, d.best_allocator)
+    if d.resolved and mem is not None:
+        lines.append(f"  memory: peak RSS {mem:.2f}x that of {d.best_allocator} alone (median over its runs)")
     lines.append(f"  config (heaplayout bench --config): {rec.spec}")
     lines.append(f"  run it: {use_command(rec, run.program, run.stdin, run.target)}")
     if best is not None:
@@ -191,6 +194,14 @@ def verdict_lines(run: OptimizeRun) -> list[str]:
     if stats:
         lines.append(f"  runtime, one more run: {stats}")
     return lines
+
+
+def peak_rss_ratio(run: OptimizeRun, label: str, reference: str | None) -> float | None:
+    """Median peak RSS of `label` over `reference`'s, over every timed run (None if unknown)."""
+    mine, ref = run.peak_rss_kib.get(label), run.peak_rss_kib.get(reference or "")
+    if not mine or not ref:
+        return None
+    return spread(mine).median / max(1.0, spread(ref).median)
 
 
 def stats_line(stats: object) -> str:
@@ -252,6 +263,7 @@ def to_json(run: OptimizeRun) -> dict:
             "kind": "allocator alone" if rec.alone else ("allocator on huge pages" if rec.strategy == "alone"
                                                          else "strategy"),
             "resolved": d.resolved, "reason": d.reason, "best_allocator": best,
+            "peak_rss_ratio": peak_rss_ratio(run, rec.label, best),
             "ratio_to_best_allocator": None if not d.resolved else {**d.summary.to_json(), "values": list(d.ratios)},
             "command": use_command(rec, run.program, run.stdin, run.target), "env": env,
             "bench_command": bench_command(bestc, rec, run.program, run.stdin, run.ignore, run.target, run.output_files) if bestc else None,

@@ -67,13 +67,13 @@ class CandidateRunner:
         files_now = files_state(self.output_files, before)
         if self.reference is None:
             self.reference = (cand.label, status, out, sha, files_now)
-            return Measurement(wall, wall_s=clock)
+            return Measurement(wall, wall_s=clock, peak_rss_kib=run.maxrss_kib)
         ref_label, ref_status, ref_out, ref_sha, ref_files = self.reference
         diff = compare_run(ref_status, ref_out, ref_sha, status, out, sha, self.output_files, ref_files, files_now)
         if diff is None:
             out.unlink(missing_ok=True)
             err.unlink(missing_ok=True)
-            return Measurement(wall, wall_s=clock)
+            return Measurement(wall, wall_s=clock, peak_rss_kib=run.maxrss_kib)
         detail = diff[1]
         if diff[0] == "stdout":
             self.unstable[cand.label] = unstable_patterns(self.normalize(ref_out.read_bytes()),

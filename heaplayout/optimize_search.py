@@ -178,6 +178,12 @@ class SearchSettings:
     # callsite+tcmalloc 0.818 of tcmalloc. Each more finalist adds one run per confirmation
     # round and about doubles the chance that a tie passes the rule (below).
     finalists: int = 2
+    # a strategy (or a huge-page setting) whose peak RSS passes this multiple of the best
+    # allocator alone's is dropped, however fast: on the corpus the pool strategies peaked at
+    # 1.0-1.9x the allocator's RSS, and our range on huge pages at 2.9x (yosys) and 15.6x
+    # (cppcheck, many pools each backing a sparsely used 2 MiB page) (docs/results.md §32,
+    # §33). 0 turns the guard off.
+    max_rss_ratio: float = 2.0
 
 
 def clearly_slower(ratios: Sequence[float], settings: SearchSettings, alone: bool = False) -> bool:
@@ -297,6 +303,7 @@ class Measurement:
     seconds: float | None  # wall or CPU time (timing_metric.py), None when the run failed its check
     problem: str | None = None  # why the run does not count (output differs, crashed)
     wall_s: float | None = None  # the run's wall time when `seconds` is CPU time (the decision checks it)
+    peak_rss_kib: int | None = None  # the run's peak resident memory (the memory guard)
 
 
 Runner = Callable[[Candidate, str, int], Measurement]  # (candidate, phase, round)
@@ -322,6 +329,7 @@ class SearchResult:
     decision: Decision | None = None
     stop_reason: str = ""
     overrun: str = ""  # why the search will end past the deadline (it always runs one full race round)
+    peak_rss_kib: dict[str, list[int]] = field(default_factory=dict)  # every timed run's, per label
 
     def by_label(self) -> dict[str, Candidate]:
         return {c.label: c for c in self.candidates}
@@ -359,6 +367,7 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
     warm: dict[str, float] = {}
     for label in warmup:
         m = run(cands[label], "warmup", 1)
+        _note_rss(res, label, m)
         if m.problem:
             drop(label, "warmup", 1, m.problem)
         elif m.seconds is not None:
@@ -379,6 +388,7 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
         say(f"race round {rnd}/{settings.race_rounds}: {n} candidates")
         for label in order:
             m = run(cands[label], "race", rnd)
+            _note_rss(res, label, m)
             if m.problem:
                 drop(label, "race", rnd, m.problem)
             elif m.seconds is not None:
@@ -389,6 +399,7 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
             res.stop_reason = "no allocator alone ran with the reference output"
             break
         _eliminate(res, survivors, best, settings, drop, rnd)
+        _drop_memory_hogs(res, survivors, best, settings, drop, rnd)
         say("standings (median ratio to " + best + "): " + ", ".join(
             f"{s} {standing(res.race, s, best):.3f}" for s in sorted(survivors, key=lambda s: standing(res.race, s, best))))
         if twin is not None and rnd == settings.min_drop_rounds and rnd < settings.race_rounds:
@@ -470,6 +481,37 @@ def _eliminate(res: SearchResult, survivors: list[str], best: str, settings: Sea
                  + ", ".join(f"{r:.3f}" for r in ratios))
 
 
+def _note_rss(res: SearchResult, label: str, m: Measurement) -> None:
+    if m.peak_rss_kib:
+        res.peak_rss_kib.setdefault(label, []).append(m.peak_rss_kib)
+
+
+def rss_ratio(res: SearchResult, label: str, reference: str) -> float | None:
+    """Median peak RSS of `label` over that of `reference` (None when either is unknown)."""
+    mine, ref = res.peak_rss_kib.get(label), res.peak_rss_kib.get(reference)
+    if not mine or not ref:
+        return None
+    return spread(mine).median / max(1.0, spread(ref).median)
+
+
+def _drop_memory_hogs(res: SearchResult, survivors: list[str], best: str, settings: SearchSettings,
+                      drop: Callable[[str, str, int, str], None], rnd: int) -> None:
+    """Drop every strategy whose peak RSS passes `max_rss_ratio` times the best allocator
+    alone's: a faster run bought with that much memory is not what the user asked for, and
+    peak RSS varies little from run to run, so one round tells."""
+    if settings.max_rss_ratio <= 0:
+        return
+    cands = res.by_label()
+    for label in list(survivors):
+        if cands[label].alone:
+            continue
+        r = rss_ratio(res, label, best)
+        if r is not None and r > settings.max_rss_ratio:
+            mib = spread(res.peak_rss_kib[label]).median / 1024
+            drop(label, "race", rnd, f"peak RSS {mib:.0f} MiB, {r:.1f}x {best} alone's (more than "
+                 f"--max-rss-ratio {settings.max_rss_ratio:g})")
+
+
 def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None, deadline: float, clock: Clock,
                       settings: SearchSettings, drop: Callable[[str, str, int, str], None], rnd: int) -> bool:
     """While another race round of all survivors plus the confirmation would overrun the
@@ -523,6 +565,7 @@ def _confirm(res: SearchResult, best: str, finalists: list[str], run: Runner, de
             if label not in alone and label not in live:
                 continue
             m = run(cands[label], "confirm", k)
+            _note_rss(res, label, m)
             if m.problem:
                 drop(label, "confirm", k, m.problem)
                 if label in alone:  # the yardstick itself failed: nothing can be decided

@@ -24,8 +24,9 @@ class FakeProgram:
 
     def __init__(self, true: dict[str, float], noise: float = 0.01, seed: int = 1,
                  confirm_true: dict[str, float] | None = None, broken: set[str] = frozenset(),
-                 wall: dict[str, float] | None = None):
+                 wall: dict[str, float] | None = None, rss: dict[str, int] | None = None):
         self.true, self.noise, self.rng = true, noise, random.Random(seed)
+        self.rss = rss or {}  # peak RSS in KiB per label (default 100 MiB)
         self.wall = wall  # runs timed by CPU time: each run's wall time is t times wall[label] (default 1)
         self.confirm_true = confirm_true or {}
         self.broken = broken
@@ -42,9 +43,10 @@ class FakeProgram:
         self.now += t
         if cand.label in self.broken:
             return Measurement(None, "output differs from the reference run (glibc): stdout line 1")
+        rss = self.rss.get(cand.label, 100 * 1024)
         if self.wall is not None:
-            return Measurement(t, wall_s=t * self.wall.get(cand.label, 1.0))
-        return Measurement(t)
+            return Measurement(t, wall_s=t * self.wall.get(cand.label, 1.0), peak_rss_kib=rss)
+        return Measurement(t, peak_rss_kib=rss)
 
 
 def times(**ratios: float) -> dict[str, float]:
@@ -294,3 +296,22 @@ def test_huge_pages_auto_follows_the_kernels_mode(tmp_path):
     assert huge_pages_wanted("auto", tmp_path / "none")[0] is False
     assert huge_pages_wanted("on", tmp_path / "none") == (True, "")
     assert huge_pages_wanted("off", mode) == (False, "")
+
+
+def test_a_strategy_that_multiplies_memory_is_dropped_however_fast():
+    true = times(jemalloc=0.9, halo__jemalloc=0.6, callsite__jemalloc=0.8)
+    rss = {"halo+jemalloc": 3 * 100 * 1024, "callsite+jemalloc": 190 * 1024}  # 3x and 1.9x jemalloc's
+    prog = FakeProgram(true, rss=rss)
+    res = run_search(candidates(), prog, deadline=1e9, clock=prog.clock)
+    e = res.eliminated["halo+jemalloc"]
+    assert e.round == 1 and "3.0x jemalloc alone's" in e.reason
+    assert res.decision.recommended == "callsite+jemalloc"  # 1.9x passes the default 2.0
+    free = FakeProgram(true, rss=rss)
+    res = run_search(candidates(), free, deadline=1e9, clock=free.clock, settings=SearchSettings(max_rss_ratio=0))
+    assert "halo+jemalloc" not in res.eliminated and res.decision.recommended == "halo+jemalloc"
+    # a huge-page twin is a strategy for the guard, as is an allocator on its own huge-page setting
+    cs = make_candidates(["glibc", "jemalloc"], ["callsite"], {})
+    hp = FakeProgram({**{c.label: 1.0 for c in cs}, "jemalloc+thp": 0.7, "glibc+thp": 1.0,
+                      "callsite+glibc+thp": 1.0, "callsite+jemalloc+thp": 1.0}, rss={"jemalloc+thp": 250 * 1024})
+    res = run_search(cs, hp, deadline=1e9, clock=hp.clock, twin=huge_page_twin)
+    assert res.eliminated["jemalloc+thp"].round == 4 and res.decision.recommended != "jemalloc+thp"

@@ -123,6 +123,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-gain", type=float, default=SearchSettings.min_gain, metavar="X",
                    help="the finalist's median paired ratio must be at most 1 - X (default "
                    f"{SearchSettings.min_gain})")
+    p.add_argument("--max-rss-ratio", type=float, default=SearchSettings.max_rss_ratio, metavar="X",
+                   help="drop a strategy whose peak resident memory passes X times the best allocator alone's, "
+                   f"however fast (default {SearchSettings.max_rss_ratio:g}; 0: no limit)")
     p.add_argument("--group-layout", choices=GROUP_LAYOUT_CHOICES, default="choose",
                    help="the plans' groups: each in the layout the simulator finds cheaper on the training input "
                         "(choose, if the budget allows: else spans), or all in spans or interleaved "
@@ -189,7 +192,10 @@ def _settings(args: argparse.Namespace) -> SearchSettings:
         raise UsageError("--min-gain must be in [0, 1)")
     if args.budget <= 0:
         raise UsageError("--budget must be positive")
-    return SearchSettings(race_rounds=args.race_rounds, confirm_rounds=args.runs, min_gain=args.min_gain)
+    if args.max_rss_ratio != 0 and args.max_rss_ratio < 1:
+        raise UsageError("--max-rss-ratio must be 0 (no limit) or at least 1")
+    return SearchSettings(race_rounds=args.race_rounds, confirm_rounds=args.runs, min_gain=args.min_gain,
+                          max_rss_ratio=args.max_rss_ratio)
 
 
 def optimize_command(args: argparse.Namespace) -> int:
@@ -513,7 +519,7 @@ def _command_line(args: argparse.Namespace, program: list[str], train: list[str]
     words += ["--allocator", ",".join(allocs), "--strategies", ",".join(strategies), "--budget", f"{args.budget:g}",
               "--metric", args.metric,
               "--runs", str(args.runs), "--race-rounds", str(args.race_rounds), "--min-gain", f"{args.min_gain:g}",
-              "--group-layout", args.group_layout, "--huge-pages", args.huge_pages, "-o", str(out)]
+              "--max-rss-ratio", f"{args.max_rss_ratio:g}", "--group-layout", args.group_layout, "--huge-pages", args.huge_pages, "-o", str(out)]
     if args.profile:
         words += ["--profile", str(Path(args.profile).resolve())]
     if args.program_exe:
