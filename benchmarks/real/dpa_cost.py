@@ -4,7 +4,7 @@ its slow-path visits (a native run with the runtime's statistics) and, with
 without cache simulation: deterministic, no statistics counted on the fast path).
 
     python3 -m benchmarks.real.dpa_cost --input measure [--runtime LIB.so,...] [--programs P,...]
-    python3 -m benchmarks.real.dpa_cost --input train --instructions --programs cppcheck,yosys
+    python3 -m benchmarks.real.dpa_cost --input train --instructions --programs cppcheck,yosys [--repeat 3]
 
 Inputs must exist (build/real/inputs: `python3 -m benchmarks.real.run` writes them). Each
 program runs on the allocator docs/results.md section 13 measured it with.
@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,9 @@ def main() -> int:
                     help="comma-separated runtime libraries to compare (default: the build's)")
     ap.add_argument("--programs", help="comma-separated corpus programs (default: all)")
     ap.add_argument("--instructions", action="store_true", help="also count instructions under cachegrind")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="count each configuration N times, alternating, and take the medians (lua5.4 reseeds "
+                         "its string hashing per run: its counts move by about 0.5%%)")
     ap.add_argument("--root", default=str(REPO / "build" / "real" / "inputs"))
     args = ap.parse_args()
     programs = corpus.select(corpus.load_corpus(), args.programs.split(",") if args.programs else None)
@@ -88,7 +92,10 @@ def main() -> int:
             line = (f"{p.name:13s} {Path(lib).name:22s} {ALLOCATOR.get(p.name, 'glibc'):9s} allocations {allocs:>10} "
                     f"groups {d_.get('groups')} slow-path visits {d_.get('slow_allocations')}")
             if args.instructions:
-                a, b = _instructions(argv, alone, stdin, d), _instructions(argv, dpa, stdin, d)
+                runs = [(_instructions(argv, alone, stdin, d), _instructions(argv, dpa, stdin, d))
+                        for _ in range(max(1, args.repeat))]
+                a = statistics.median(r[0] for r in runs)
+                b = statistics.median(r[1] for r in runs)
                 line += f" instructions alone {a / 1e6:.1f}M dpa {b / 1e6:.1f}M ratio {b / a:.4f}"
             print(line, flush=True)
     return 0

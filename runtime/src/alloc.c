@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "fastpath.h"
 
 /* glibc's wording, so that a program's double free reads the same under us; abort, as
  * glibc does, because the heap can no longer be trusted. */
@@ -43,11 +43,14 @@ static void chunks_unlink(hl_tpool *tp, hl_chunk *c) {
  * queued for (internal.h, bump_in). */
 static void set_cur(hl_tpool *tp, hl_chunk *c) {
   tp->cur = c;
+  if (c) c->stays = !tp->multi; /* the chunk it replaces stopped staying where it left */
   for (size_t cls = 0; cls < HL_NCLASSES; cls++) tp->head[cls].bump_in = tp->head[cls].queue ? NULL : c;
 }
 
 static void chunks_push(hl_tpool *tp, hl_chunk *c) {
   tp->multi = 1;
+  c->stays = 0;
+  if (tp->cur) tp->cur->stays = 0;
   c->prev = NULL;
   c->next = tp->others;
   if (tp->others) tp->others->prev = c;
@@ -255,6 +258,7 @@ void hl_tpool_make_current(hl_tpool *tp, hl_chunk *c) {
   hl_chunk_set_owner(c, tp, memory_order_release);
   hl_chunk *old = tp->cur;
   if (old) {
+    old->stays = 0;
     account_extent(old);
     if (old->live == 0 && old->bump == old->data) { /* never used */
       chunk_drop_lists(tp, old);
@@ -434,7 +438,7 @@ size_t hl_usable_size_ours(const void *p) {
 }
 
 void *hl_realloc_ours(void *p, size_t size) {
-  hl_chunk *c = hl_chunk_of(p);
+  hl_chunk *c = hl_chunk_of_ours(p); /* callers found p in the range */
   uint8_t cls = *hl_sizemap_entry(c, p);
   if (HL_UNLIKELY(c->magic != HL_CHUNK_MAGIC || !c->in_use || hl_sizemap_not_live(cls))) hl_free_invalid(p, cls, "realloc");
   size_t old = hl_class_size[cls];
@@ -470,11 +474,21 @@ void *hl_realloc_ours(void *p, size_t size) {
     }
   }
   void *n = NULL;
-  if (local && size <= owner->max_size && size <= HL_MAX_CLASS_SIZE) n = hl_tpool_alloc(owner, size);
+  if (local && size <= owner->max_size && size <= HL_MAX_CLASS_SIZE) {
+    /* the class's list as malloc's pop takes it (fastpath.h), else the pool's own way:
+     * lua grows its tables and strings so, 26k times on its training input, and the
+     * class lookup and the list's chunk by the header's colour cost ~25 instructions more */
+    if (size <= owner->direct_max) {
+      hl_free_slot **list = owner->direct[(size + 7) >> 3];
+      hl_free_slot *obj = *list;
+      n = obj != NULL ? hl_direct_take(owner, list, obj) : hl_direct_bump(owner, list);
+    }
+    if (n == NULL) n = hl_tpool_alloc(owner, size);
+  }
   if (n == NULL) n = hl_next_alloc.malloc(size);
   if (n == NULL) return NULL; /* the old object stays valid, as realloc promises */
   memcpy(n, p, old < size ? old : size);
-  hl_free_ours(p);
+  hl_free_ours_inline(p);
   return n;
 }
 

@@ -167,6 +167,7 @@ static void chunk_prepare(hl_chunk *c, uint16_t pool) {
   c->magic = HL_CHUNK_MAGIC;
   c->pool = pool;
   c->in_use = 1;
+  c->stays = 0; /* set when a pool makes it current (alloc.c, set_cur) */
   /* no free list (the last owner dropped them), and every free goes onto the chunk's own */
   for (size_t k = 0; k < HL_NCLASSES; k++) c->free[k] = HL_OWN_NONE;
   hl_chunk_push_own(c);

@@ -212,14 +212,23 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop_ex(size_t 
      * pool's lists directly (a list other than hl_no_slot says so: a pool that takes the
      * size it asked for last, no statistics). Without this, malloc_shapes'
      * mixed paid about 65 instructions more for each request of its varying site. */
-    /* a site cached as not pooled (hl_alloc_try's HL_FORWARD, whatever the size): most of
-     * a plan's program's allocations; through the full path's test they cost about 16
-     * instructions more */
-    if (list == &hl_forward_slot) return HL_FORWARD;
-    if (list == &hl_no_slot) return NULL;
+    /* The entry's pool first: a site cached as not pooled or walking has none (NULL,
+     * HL_TP_WALK), and tells by its list (below). Asking the lists first cost each request
+     * of a pooled site of varying sizes 5 instructions more, and each walk site's (every
+     * allocation through a wrapper under dpa) 4: half of gawk's mallocs. */
     const hl_tpool *tp = e->tp;
-    if (size > tp->direct_max) /* as hl_alloc_try decides (the full path cost ~20 more) */
-      return size > tp->max_size || size > hl_state.opt.max_size ? HL_FORWARD : NULL;
+    if (HL_UNLIKELY((uintptr_t)tp <= (uintptr_t)HL_TP_WALK)) {
+      /* a site cached as not pooled (hl_alloc_try's HL_FORWARD, whatever the size): most
+       * of a plan's program's allocations; through the full path's test they cost about
+       * 16 instructions more. A walk site: NULL, and the caller goes to the chain cache. */
+      return list == &hl_forward_slot ? HL_FORWARD : NULL;
+    }
+    /* A pooled site whose last size went to the list hl_no_slot (a size its pool does
+     * not take) pops this size's list all the same: direct_max says what the pool takes
+     * directly. With statistics on it is 0, and nothing forwards from here: the full path
+     * counts what it forwards. */
+    if (HL_UNLIKELY(size > tp->direct_max)) /* as hl_alloc_try decides (the full path cost ~20 more) */
+      return !hl_state.counting && (size > tp->max_size || size > hl_state.opt.max_size) ? HL_FORWARD : NULL;
     list = tp->direct[(size + 7) >> 3];
     hl_assert(list == &tp->head[hl_size_class_in(tp->classes, size)].free);
   }
@@ -320,8 +329,13 @@ static inline __attribute__((always_inline)) void *hl_chain_pop(hl_heap *h, cons
     hl_free_slot **list = n->direct.list;
     if (HL_UNLIKELY(n->direct.size != size)) {
       /* a NULL answer has no direct size: it leaves here */
-      if (tp == NULL || size > tp->max_size || size > hl_state.opt.max_size) return HL_FORWARD;
-      if (size > tp->direct_max) return hl_tpool_try_alloc(tp, size);
+      if (tp == NULL) return HL_FORWARD;
+      /* direct_max is at most the pool's and the global limit: a size within it needs no
+       * other test (3 instructions on each request of another size, most of lua's) */
+      if (HL_UNLIKELY(size > tp->direct_max)) {
+        if (size > tp->max_size || size > hl_state.opt.max_size) return HL_FORWARD;
+        return hl_tpool_try_alloc(tp, size);
+      }
       list = tp->direct[(size + 7) >> 3];
     }
     hl_free_slot *obj = *list;
