@@ -11,6 +11,12 @@
  *   realloc  the ring, its objects allocated with realloc(NULL, 64) (a program allocating
  *            through one realloc call, as lua's allocator function does)
  *   calloc   the ring, its objects allocated with calloc(1, 64)
+ *   regrow   the ring, each object allocated at 24 bytes and grown with realloc to 48 and
+ *            then 96, its bytes checked after each move (a program growing its strings
+ *            and tables, as lua does)
+ *   bigcalloc  back-to-back calloc(1, 512)/free pairs from one site (larger than any pool
+ *            takes: an array)
+ *   freenull free(NULL), once per pair
  *   mixed    4096 live objects from 8 sites, each with its own size (16..256 bytes; one
  *            site asks for a different size every time), a random object replaced per step
  *   sites    mixed's steps from 32 sites (sizes 16..128 bytes by site): a pool, and so a
@@ -170,6 +176,69 @@ __attribute__((noinline)) static double shape_ring_via(unsigned long long pairs,
   return t1 - t0;
 }
 
+__attribute__((noinline)) static uint8_t *regrow_site(uint8_t *p, size_t size) {
+  uint8_t *q = realloc(p, size);
+  if (q == NULL) {
+    fprintf(stderr, "malloc_shapes: realloc failed\n");
+    exit(1);
+  }
+  return q;
+}
+
+/* a 24-byte object filled with its ring index, grown twice; its bytes must move with it */
+static uint8_t *regrown(size_t k) {
+  uint8_t *p = site5(24);
+  memset(p, (int)(k & 0xff), 24);
+  p = regrow_site(p, 48);
+  memset(p + 24, (int)(k & 0xff), 24);
+  p = regrow_site(p, 96);
+  for (size_t i = 0; i < 48; i++)
+    if (p[i] != (uint8_t)(k & 0xff)) {
+      fprintf(stderr, "malloc_shapes: realloc lost byte %zu of object %zu\n", i, k);
+      exit(1);
+    }
+  return p;
+}
+
+static double shape_regrow(unsigned long long pairs) {
+  enum { K = 1024 };
+  static uint8_t *ring[K];
+  for (size_t k = 0; k < K; k++) ring[k] = regrown(k);
+  uint8_t sink = 0;
+  size_t k = 0;
+  double t0 = now_ns();
+  for (unsigned long long i = 0; i < pairs; i++) {
+    sink += ring[k][0];
+    free(ring[k]);
+    ring[k] = regrown(k);
+    if (++k == K) k = 0;
+  }
+  double t1 = now_ns();
+  for (k = 0; k < K; k++) free(ring[k]);
+  sink_all += sink;
+  return t1 - t0;
+}
+
+__attribute__((noinline)) static double shape_bigcalloc(unsigned long long pairs) {
+  uint8_t sink = 0;
+  double t0 = now_ns();
+  for (unsigned long long i = 0; i < pairs; i++) {
+    uint8_t *p = calloc_site(512);
+    sink += p[511];
+    free(p);
+  }
+  double t1 = now_ns();
+  sink_all += sink;
+  return t1 - t0;
+}
+
+__attribute__((noinline)) static double shape_freenull(unsigned long long pairs) {
+  void *volatile none = NULL; /* read each time: the call stays */
+  double t0 = now_ns();
+  for (unsigned long long i = 0; i < pairs; i++) free(none);
+  return now_ns() - t0;
+}
+
 static double shape_mixed(unsigned long long pairs) {
   enum { K = 4096 };
   static uint8_t *live[K];
@@ -292,6 +361,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(shape, "ring")) ns = shape_ring(pairs);
   else if (!strcmp(shape, "realloc")) ns = shape_ring_via(pairs, realloc_site);
   else if (!strcmp(shape, "calloc")) ns = shape_ring_via(pairs, calloc_site);
+  else if (!strcmp(shape, "regrow")) ns = shape_regrow(pairs);
+  else if (!strcmp(shape, "bigcalloc")) ns = shape_bigcalloc(pairs);
+  else if (!strcmp(shape, "freenull")) ns = shape_freenull(pairs);
   else if (!strcmp(shape, "mixed")) ns = shape_mixed(pairs);
   else if (!strcmp(shape, "sites")) ns = shape_sites(pairs);
   else if (!strcmp(shape, "threads")) ns = shape_threads(pairs);

@@ -67,9 +67,13 @@ static void chunks_push(hl_tpool *tp, hl_chunk *c) {
 
 /* Spans in chunk c (every span when c is NULL) end: c leaves the pool. */
 static void spans_drop_in(hl_tpool *tp, const hl_chunk *c) {
-  for (unsigned k = 0; k < HL_NCLASSES; k++)
-    if (tp->span_end[k] != NULL && (c == NULL || hl_chunk_of(tp->span_end[k] - 1) == c))
+  for (unsigned k = 0; k < HL_NCLASSES; k++) {
+    if (tp->span_end[k] != NULL && (c == NULL || tp->span_chunk[k] == c)) {
+      hl_assert(tp->span_chunk[k] == hl_chunk_of(tp->span_end[k] - 1));
       tp->span_bump[k] = tp->span_end[k] = NULL;
+      tp->span_chunk[k] = NULL;
+    }
+  }
 }
 
 /* Where cls's next span in c starts: on a cache line, after the gap that moves its head to
@@ -105,6 +109,7 @@ static int span_carve(hl_tpool *tp, hl_chunk *c, uint8_t cls) {
   if (want > avail) want = avail;
   tp->span_bump[cls] = b;
   tp->span_end[cls] = b + want / csize * csize;
+  tp->span_chunk[cls] = c;
   c->bump = tp->span_end[cls];
   return 1;
 }

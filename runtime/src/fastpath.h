@@ -149,14 +149,14 @@ static inline __attribute__((always_inline)) void *hl_direct_bump(hl_tpool *tp, 
   hl_assert(tp != NULL && tp != HL_TP_WALK && !tp->counting);
   size_t cls = (size_t)(h - tp->head);
   hl_assert(c == (tp->head[cls].queue ? NULL : tp->cur));
+  /* (tested after the span instead, GCC saved a register in malloc: 2 instructions on
+   * every malloc for 2 on each bump) */
   if (HL_UNLIKELY(tp->interleave)) return hl_tpool_bump_interleaved(tp, c, (uint8_t)cls, 0);
   /* the class's span (alloc.c, span_carve); empty or used up: the slow path carves one */
   char *b = tp->span_bump[cls];
   size_t csize = hl_class_size[cls];
   if (HL_UNLIKELY((size_t)(tp->span_end[cls] - b) < csize)) return NULL;
-  /* the span's chunk by the range's table (hl_chunk_of_ours: 2 instructions fewer than the
-   * header's colour) */
-  hl_chunk *sc = hl_chunk_of_ours(b);
+  hl_chunk *sc = tp->span_chunk[cls];
   hl_assert(sc == hl_chunk_of(b));
   hl_assert(sc->magic == HL_CHUNK_MAGIC && sc->in_use && atomic_load_explicit(&sc->owner, memory_order_relaxed) == tp);
   tp->span_bump[cls] = b + csize;
@@ -231,6 +231,10 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop_ex(size_t 
       return !hl_state.counting && (size > tp->max_size || size > hl_state.opt.max_size) ? HL_FORWARD : NULL;
     list = tp->direct[(size + 7) >> 3];
     hl_assert(list == &tp->head[hl_size_class_in(tp->classes, size)].free);
+    /* the site's next request of this size pops at once (runs of one size at gawk's
+     * varying sites: 0.2M of its 527k misses fewer; a write to the line just read) */
+    ((hl_site_cache_entry *)e)->size = size;
+    ((hl_site_cache_entry *)e)->list = list;
   }
   hl_free_slot *obj;
 #if defined(__x86_64__)
@@ -425,6 +429,10 @@ static inline __attribute__((always_inline)) void hl_free_fast(void *p) {
     hl_free_ours_inline(p);
     return;
   }
+  /* free(NULL) does nothing: tested only off our objects' way, it costs the allocator
+   * underneath's frees 2 instructions and saves each free(NULL) its call (gawk: 760k of
+   * its 2M frees, about 6 instructions each in mimalloc's free) */
+  if (p == NULL) return;
   hl_next_alloc.free(p);
 }
 
