@@ -480,9 +480,11 @@ void *hl_realloc_ours(void *p, size_t size) {
   }
   void *n = NULL;
   if (local && size <= owner->max_size && size <= HL_MAX_CLASS_SIZE) {
-    /* the class's list as malloc's pop takes it (fastpath.h), else the pool's own way:
-     * lua grows its tables and strings so, 26k times on its training input, and the
-     * class lookup and the list's chunk by the header's colour cost ~25 instructions more */
+    /* the class's list as malloc's pop takes it (fastpath.h), else the pool's own way
+     * (lua grows its tables and strings so, 26k times on its training input). With the
+     * pool's class lookup, the chunks by the header's colour, an out-of-line free and
+     * realloc's frames (interpose.c), a move cost 40 instructions more (malloc_shapes
+     * regrow: 701 per object grown twice, 621 now) */
     if (size <= owner->direct_max) {
       hl_free_slot **list = owner->direct[(size + 7) >> 3];
       hl_free_slot *obj = *list;

@@ -430,8 +430,9 @@ static inline __attribute__((always_inline)) void hl_free_fast(void *p) {
     return;
   }
   /* free(NULL) does nothing: tested only off our objects' way, it costs the allocator
-   * underneath's frees 2 instructions and saves each free(NULL) its call (gawk: 760k of
-   * its 2M frees, about 6 instructions each in mimalloc's free) */
+   * underneath's frees 2 instructions and saves each free(NULL) its jump and the
+   * allocator's own test (gawk: 760k of its 2M frees, about 4 instructions each in
+   * mimalloc's free) */
   if (p == NULL) return;
   hl_next_alloc.free(p);
 }
