@@ -202,9 +202,11 @@ static inline __attribute__((always_inline)) void *hl_site_direct_bump(const hl_
  * statistics are off). NULL: take the full path (hl_alloc_try and on); HL_FORWARD: the
  * site's pool takes no object of this size (callsite over 128 bytes), forward it. */
 static inline __attribute__((always_inline)) void *hl_site_direct_pop_ex(size_t size, uintptr_t ra,
-                                                                        const hl_site_cache_entry **ep) {
+                                                                        const hl_site_cache_entry **ep,
+                                                                        int *walks) {
   const hl_site_cache_entry *e = hl_site_entry(hl_tl_heap, ra);
   *ep = e;
+  *walks = 0;
   if (HL_UNLIKELY(e->ra != ra)) return NULL;
   hl_free_slot **list = e->list;
   if (HL_UNLIKELY(e->size != size)) {
@@ -214,13 +216,19 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop_ex(size_t 
      * mixed paid about 65 instructions more for each request of its varying site. */
     /* The entry's pool first: a site cached as not pooled or walking has none (NULL,
      * HL_TP_WALK), and tells by its list (below). Asking the lists first cost each request
-     * of a pooled site of varying sizes 5 instructions more, and each walk site's (every
-     * allocation through a wrapper under dpa) 4: half of gawk's mallocs. */
+     * of a pooled site of varying sizes 5 instructions more (half of gawk's mallocs), and
+     * each walk site's (every allocation through a wrapper under dpa) 1. */
     const hl_tpool *tp = e->tp;
     if (HL_UNLIKELY((uintptr_t)tp <= (uintptr_t)HL_TP_WALK)) {
-      /* a site cached as not pooled (hl_alloc_try's HL_FORWARD, whatever the size): most
-       * of a plan's program's allocations; through the full path's test they cost about
-       * 16 instructions more. A walk site: NULL, and the caller goes to the chain cache. */
+      /* A walk site: NULL, and *walks says so: the caller goes to the chain cache (a flag
+       * constant on each way, so GCC jumps there at once; a test of the entry after the
+       * pop cost 3 instructions more). A site cached as not pooled (hl_alloc_try's
+       * HL_FORWARD, whatever the size): most of a plan's program's allocations; through
+       * the full path's test they cost about 16 instructions more. */
+      if (tp == HL_TP_WALK) {
+        *walks = 1;
+        return NULL;
+      }
       return list == &hl_forward_slot ? HL_FORWARD : NULL;
     }
     /* A pooled site whose last size went to the list hl_no_slot (a size its pool does
@@ -248,13 +256,8 @@ static inline __attribute__((always_inline)) void *hl_site_direct_pop_ex(size_t 
 }
 static inline __attribute__((always_inline)) void *hl_site_direct_pop(size_t size, uintptr_t ra) {
   const hl_site_cache_entry *e;
-  return hl_site_direct_pop_ex(size, ra, &e);
-}
-/* After the pop answered NULL: the site's entry e (for ra) is a walk site's, whose entries
- * never match a size and point at hl_no_slot (on the pop's way there the entry's return
- * address was compared already: GCC tests it again only after the other misses). */
-static inline __attribute__((always_inline)) int hl_site_walks(const hl_site_cache_entry *e, uintptr_t ra) {
-  return e->ra == ra && e->tp == HL_TP_WALK;
+  int walks;
+  return hl_site_direct_pop_ex(size, ra, &e, &walks);
 }
 
 /* Statistics are on: forwarded requests are counted (hl_counted). */

@@ -54,6 +54,7 @@ void hl_init(void) {
     hl_next_alloc.op_new = NULL;
     hl_next_alloc.op_new_nothrow = NULL;
   }
+  hl_state.walk_limit = hl_prefix_on ? 0 : (size_t)hl_state.opt.max_size + 1; /* the plan is loaded */
   hl_heap_init();
   pthread_atfork(fork_prepare, fork_done, fork_done);
   hl_in_init = 0;

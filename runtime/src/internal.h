@@ -1146,6 +1146,10 @@ typedef struct hl_state {
   _Atomic(int) passthrough; /* policy off and nothing to count: malloc goes straight below */
   _Atomic(int) policy;      /* enum hl_policy; UNINIT until hl_init finished */
   int counting;             /* statistics on (text or JSON): forwarded requests are counted */
+  /* malloc_walk pops the chain cache for requests below this: opt.max_size + 1, or 0 with
+   * a PreFix region (whose own cache comes first). One compare for the two (init.c): 3
+   * instructions on every allocation through a wrapper under dpa. 0 until started. */
+  size_t walk_limit;
   hl_options opt;
   _Atomic(uint64_t) forwarded_objects, forwarded_bytes; /* only counted with stats */
   _Atomic(uint64_t) plan_walks;   /* plan decisions that walked the stack (not replayed) */

@@ -176,9 +176,11 @@ static HL_NOINLINE __attribute__((noclone, optimize("omit-frame-pointer"))) void
  * limit, PreFix, the policy and the entry looked at again) it cost about 30 instructions
  * more. Its frame starts the walk. */
 static HL_NOINLINE __attribute__((noclone)) void *malloc_walk(size_t size, const hl_site_cache_entry *e) {
-  /* larger than any pool takes: never cached in a chain (hl_dpa_malloc forwards it first) */
-  if (size > hl_state.opt.max_size) return malloc_forward(size);
-  if (HL_UNLIKELY(hl_prefix_on)) return malloc_missed(size); /* PreFix's own cache first, as before */
+  if (HL_UNLIKELY(size >= hl_state.walk_limit)) {
+    if (HL_UNLIKELY(hl_prefix_on)) return malloc_missed(size); /* PreFix's own cache first, as before */
+    /* larger than any pool takes: never cached in a chain (hl_dpa_malloc forwards it first) */
+    return malloc_forward(size);
+  }
   void *p = hl_chain_pop(hl_tl_heap, e, HL_FRAME, size);
   if (HL_LIKELY(p > HL_FORWARD)) return p;
   return p == HL_FORWARD ? malloc_forward(size) : hl_malloc_from(size, HL_FRAME);
@@ -187,9 +189,10 @@ static HL_NOINLINE __attribute__((noclone)) void *malloc_walk(size_t size, const
 HL_EXPORT __attribute__((noinline, optimize("omit-frame-pointer"))) void *malloc(size_t size) {
   const hl_site_cache_entry *e;
   uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-  void *p = hl_site_direct_pop_ex(size, ra, &e);
+  int walks;
+  void *p = hl_site_direct_pop_ex(size, ra, &e, &walks);
   if (HL_LIKELY(p > HL_FORWARD)) return p;
-  if (p == NULL && hl_site_walks(e, ra)) return malloc_walk(size, e);
+  if (walks) return malloc_walk(size, e);
   if (p == HL_FORWARD || atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed))
     return hl_next_alloc.malloc(size);
   return malloc_missed(size);
@@ -295,9 +298,10 @@ HL_EXPORT __attribute__((noinline, optimize("omit-frame-pointer"))) void *reallo
   if (p == NULL) {
     const hl_site_cache_entry *e;
     uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-    void *q = hl_site_direct_pop_ex(size, ra, &e);
+    int walks;
+    void *q = hl_site_direct_pop_ex(size, ra, &e, &walks);
     if (HL_LIKELY(q > HL_FORWARD)) return q;
-    if (q == NULL && hl_site_walks(e, ra)) return malloc_walk(size, e);
+    if (walks) return malloc_walk(size, e);
     if (q == HL_FORWARD || atomic_load_explicit(&hl_state.passthrough, memory_order_relaxed))
       return hl_next_alloc.malloc(size);
     return malloc_missed(size);
