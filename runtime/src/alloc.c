@@ -43,7 +43,9 @@ static void chunks_unlink(hl_tpool *tp, hl_chunk *c) {
  * queued for (internal.h, bump_in). */
 static void set_cur(hl_tpool *tp, hl_chunk *c) {
   tp->cur = c;
-  if (c) c->stays = !tp->multi; /* the chunk it replaces stopped staying where it left */
+  /* the chunk it replaces, if any, was cleared where it left (hl_tpool_make_current,
+   * chunks_push); a released one is cleared when taken again (chunk.c) */
+  if (c) c->stays = !tp->multi;
   for (size_t cls = 0; cls < HL_NCLASSES; cls++) tp->head[cls].bump_in = tp->head[cls].queue ? NULL : c;
 }
 
