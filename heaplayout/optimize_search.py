@@ -184,6 +184,12 @@ class SearchSettings:
     # (cppcheck, many pools each backing a sparsely used 2 MiB page) (docs/results.md §32,
     # §33). 0 turns the guard off.
     max_rss_ratio: float = 2.0
+    # huge pages scale configurations' times much alike, so a twin can beat the best
+    # allocator alone (or its twin) only if its original stood near it: survivors more than
+    # this behind the best alone after `min_drop_rounds` get no twin. The allocators' own
+    # settings differed by up to 0.09 in what they gained on one program (lua5.4: jemalloc's
+    # 0.945, mimalloc's 0.861 of jemalloc as shipped; docs/results.md §32).
+    twin_margin: float = 0.10
 
 
 def clearly_slower(ratios: Sequence[float], settings: SearchSettings, alone: bool = False) -> bool:
@@ -346,13 +352,19 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
                warmup: Sequence[str] = (), twin: Callable[[Candidate], Candidate | None] | None = None) -> SearchResult:
     """Race, confirmation and decision (module docstring). `deadline` is a `clock()` value
     the search plans to end by; the first race round always runs in full. With `twin`
-    (huge_page_twin), the race's survivors after `min_drop_rounds` rounds are joined by
-    their twins, raced from then on like the others: a setting that multiplies every
+    (huge_page_twin), the allocators alone race their twins from the first round, and the
+    strategies that survive `min_drop_rounds` rounds within `twin_margin` of the best
+    allocator alone are joined by theirs, raced from then on like the others: a setting that multiplies every
     configuration's time alike is tried on the configurations still in the running, not on
     all of them from the start (which would double the first rounds' cost)."""
     res = SearchResult(list(candidates))
+    if twin is not None:
+        # an allocator's own setting was the largest lever measured on the corpus (0.84-0.90
+        # of the best allocator as shipped on four of eight programs, docs/results.md §32):
+        # its twins race from the first round, as many rounds as the yardsticks
+        res.candidates += [t for t in (twin(c) for c in candidates if c.alone) if t is not None]
     cands = res.by_label()
-    survivors = [c.label for c in candidates]
+    survivors = [c.label for c in res.candidates]
     res.race = {label: {} for label in survivors}
 
     def drop(label: str, phase: str, rnd: int, reason: str) -> None:
@@ -403,7 +415,10 @@ def run_search(candidates: Sequence[Candidate], run: Runner, deadline: float, cl
         say("standings (median ratio to " + best + "): " + ", ".join(
             f"{s} {standing(res.race, s, best):.3f}" for s in sorted(survivors, key=lambda s: standing(res.race, s, best))))
         if twin is not None and rnd == settings.min_drop_rounds and rnd < settings.race_rounds:
-            added = [t for t in (twin(cands[s]) for s in survivors) if t is not None and t.label not in cands]
+            # after the elimination: a strategy clearly slower than the leader now would be
+            # about as much slower on huge pages, which scale both
+            near = [s for s in survivors if standing(res.race, s, best) <= 1.0 + settings.twin_margin]
+            added = [t for t in (twin(cands[s]) for s in near) if t is not None and t.label not in cands]
             for t in added:
                 res.candidates.append(t)
                 cands[t.label] = t
@@ -529,9 +544,13 @@ def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None,
         reserve = settings.min_confirm_rounds * (confirm_round + sum(_cost(res.race, f) for f in kept))
         if clock() + sum(_cost(res.race, s) for s in survivors) + reserve <= deadline:
             return True
-        # a twin that joined this round stands where its original does until it has run
-        others = sorted((s for s in strategies if s not in kept),
-                        key=lambda s: standing(res.race, s if res.race.get(s) else s.removesuffix(HUGE_SUFFIX), best))
+        # a twin that joined late stands where its original does until it has the rounds a
+        # drop needs: one round of a busy machine put lua5.4's mimalloc+thp at 1.38 of
+        # mimalloc (section 33), and huge pages scale configurations much alike
+        def rank(s: str) -> float:
+            own = len(res.race.get(s, {})) >= settings.min_drop_rounds or not cands[s].huge_pages
+            return standing(res.race, s if own else s.removesuffix(HUGE_SUFFIX), best)
+        others = sorted((s for s in strategies if s not in kept), key=rank)
         if not others:
             return False
         for label in others[len(others) // 2:]:

@@ -54,12 +54,13 @@ def test_no_plan_wins_on_a_compute_bound_program(build_dir, runtime_lib, tmp_pat
     installed = allocators.available_allocators()
     shipped = [c for c in doc["candidates"] if not c["huge_pages"]]
     assert len(shipped) == len(installed) * (1 + len(DEFAULT_STRATEGIES))
-    # huge-page twins (THP mode madvise) joined the race after its third round, each of a candidate
-    # still in the running then
+    # huge-page twins (THP mode madvise): the allocators' own settings race from the first round,
+    # the strategies' twins join after the third, each of a candidate still in the running then
     labels = {c["label"] for c in shipped}
     for twin in (c for c in doc["candidates"] if c["huge_pages"]):
         assert twin["label"].removesuffix("+thp") in labels and twin["config"].endswith("huge_pages=1"), twin
-        assert min(run["round"] for run in twin["runs"] if run["phase"] == "race") >= 4, twin
+        first = min(run["round"] for run in twin["runs"] if run["phase"] == "race")
+        assert first == 1 if twin["strategy"] == "alone" else first >= 4, twin
     assert {p for p in doc["plans"]} == {"halo", "halo-site", "halo-rest"}
     assert (out / "optimize.md").read_text().count("| RECOMMENDED") == 1
     assert (out / "recommended.env").exists()
@@ -230,7 +231,7 @@ def test_candidates_dropped_for_a_memory_line_get_an_ignore_hint(runtime_lib, tm
                    'while (fgets(l, sizeof l, f)) if (!strncmp(l, "VmPeak:", 7)) kb = atol(l + 7); '
                    'printf("result %d\\nMemory used: %ld kB\\n", p[100], kb); return 0; }\n')
     r = optimize("--allocator", "glibc,jemalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
-                 "--budget", "60", "--no-report", "-o", str(tmp_path / "o"), "--", str(exe))
+                 "--budget", "60", "--no-report", "--huge-pages", "off", "-o", str(tmp_path / "o"), "--", str(exe))
     doc = json.loads((tmp_path / "o" / "optimize.json").read_text())
     dropped = [c["label"] for c in doc["candidates"] if c["eliminated"] and "output differs" in c["eliminated"]["reason"]]
     assert dropped, r.stderr.decode()
@@ -319,7 +320,9 @@ def test_output_files_are_checked_like_stdout(runtime_lib, tmp_path):
     assert doc["output_files"] == [str(result)] and "--output-file" in doc["command"]
     dropped = {c["label"]: c["eliminated"]["reason"] for c in doc["candidates"] if c["eliminated"]}
     assert "output file" in dropped["mimalloc"] and "output file" in dropped["callsite+mimalloc"], dropped
-    assert doc["recommendation"]["config"] in ("glibc", "callsite+glibc")
+    # whatever won runs on glibc (its huge-page twin, glibc:huge_pages=1, may win on a noisy machine)
+    assert doc["recommendation"]["allocator"] == "glibc", doc["recommendation"]
+    assert "output file" in dropped.get("mimalloc+thp", "output file")
     if doc["recommendation"]["bench_command"]:
         assert "--output-file" in doc["recommendation"]["bench_command"]
     bench = run_program(CLI + ["bench", "--runs", "1", "--warmup", "0", "--config", "glibc,mimalloc",
@@ -405,7 +408,7 @@ def test_most_candidates_dropped_for_their_output_is_said(runtime_lib, tmp_path)
     exe = _compile(tmp_path, "preloadabort", 'int main(void) { const char *p = getenv("LD_PRELOAD"); '
                                              'puts("hello"); fflush(stdout); if (p && *p) abort(); return 0; }\n')
     r = optimize("--allocator", "glibc,jemalloc", "--strategies", "callsite", "--race-rounds", "1", "--runs", "5",
-                 "--budget", "60", "--no-report", "-o", str(tmp_path / "o"), "--", str(exe))
+                 "--budget", "60", "--no-report", "--huge-pages", "off", "-o", str(tmp_path / "o"), "--", str(exe))
     assert r.returncode == 0, r.stderr.decode()
     doc = json.loads((tmp_path / "o" / "optimize.json").read_text())
     assert any("3 of 4 candidates were dropped" in n and "SIGABRT" in n for n in doc["notes"]), doc["notes"]

@@ -277,8 +277,15 @@ def test_twins_join_the_survivors_and_win_only_where_the_rounds_resolve_it():
     prog = FakeProgram(true)
     res = run_search(cs, prog, deadline=1e9, clock=prog.clock, twin=huge_page_twin)
     joined = {label for label, phase, rnd in prog.calls if label.endswith("+thp")}
+    # callsite+glibc (1.3x) and callsite+jemalloc (1.0, slower than jemalloc+thp's 0.8 in three
+    # rounds) are dropped before the strategies' twins join: they get none
     assert "callsite+glibc+thp" not in joined and "tcmalloc+thp" not in joined and "jemalloc+thp" in joined
-    assert min(rnd for label, phase, rnd in prog.calls if label.endswith("+thp") and phase == "race") == 4
+    first = {}
+    for label, phase, rnd in prog.calls:
+        if label.endswith("+thp") and phase == "race":
+            first.setdefault(label, rnd)
+    # the allocators' own settings race from the start, the strategies' twins after three rounds
+    assert first["jemalloc+thp"] == first["glibc+thp"] == 1
     assert res.decision.resolved and res.decision.recommended == "jemalloc+thp"
     tie = FakeProgram({**{c.label: 1.0 for c in cs}, **{f"{c.label}+thp": 1.0 for c in cs}}, noise=0.05)
     res = run_search(cs, tie, deadline=1e9, clock=tie.clock, twin=huge_page_twin)
@@ -314,4 +321,26 @@ def test_a_strategy_that_multiplies_memory_is_dropped_however_fast():
     hp = FakeProgram({**{c.label: 1.0 for c in cs}, "jemalloc+thp": 0.7, "glibc+thp": 1.0,
                       "callsite+glibc+thp": 1.0, "callsite+jemalloc+thp": 1.0}, rss={"jemalloc+thp": 250 * 1024})
     res = run_search(cs, hp, deadline=1e9, clock=hp.clock, twin=huge_page_twin)
-    assert res.eliminated["jemalloc+thp"].round == 4 and res.decision.recommended != "jemalloc+thp"
+    assert res.eliminated["jemalloc+thp"].round == 1 and res.decision.recommended != "jemalloc+thp"
+
+
+def test_only_survivors_near_the_best_allocator_get_twins():
+    """Noisy rounds (±30%) keep callsite+jemalloc, 1.25x, through round 3 at 1.27 of glibc:
+    beyond twin_margin, so it gets no twin; callsite+glibc at 1.08 gets one."""
+    cs = make_candidates(["glibc", "jemalloc"], ["callsite"], {})
+    true = {c.label: 1.0 for c in cs}
+    true["callsite+jemalloc"] = 1.25
+    true.update({f"{c.label}+thp": true[c.label] for c in cs})
+
+    def joined(settings: SearchSettings) -> set[str]:
+        prog = FakeProgram(true, noise=0.3, seed=12)
+        res = run_search(cs, prog, deadline=1e9, clock=prog.clock, twin=huge_page_twin, settings=settings)
+        assert res.eliminated["callsite+jemalloc"].round == 4  # it was still in the race at round 3
+        strategy_twins = [(label, rnd) for label, phase, rnd in prog.calls if label.startswith("callsite+")
+                          and label.endswith("+thp") and phase == "race"]
+        assert min(rnd for _, rnd in strategy_twins) == 4  # they join after three rounds
+        return {label for label, _ in strategy_twins}
+
+    assert joined(SearchSettings()) >= {"callsite+glibc+thp"}
+    assert "callsite+jemalloc+thp" not in joined(SearchSettings())
+    assert "callsite+jemalloc+thp" in joined(SearchSettings(twin_margin=0.5))

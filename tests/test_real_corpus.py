@@ -265,8 +265,9 @@ def _optimize_doc(rec_kind: str, ratio: float | None) -> dict:
     spread = None if ratio is None else {"median": ratio, "q1": ratio - 0.01, "q3": ratio + 0.01, "n": 9}
     return {"candidates": cands, "elapsed_s": 100, "runs": 40,
             "decision": {"best_allocator": "jemalloc", "finalist": "halo+jemalloc", "confirmation_ratios": [0.85] * 9},
-            "recommendation": {"label": "halo+jemalloc" if rec_kind == "strategy" else "jemalloc", "kind": rec_kind,
-                               "resolved": rec_kind == "strategy", "ratio_to_best_allocator": spread}}
+            "recommendation": {"label": {"strategy": "halo+jemalloc", "allocator on huge pages": "jemalloc+thp"}.get(
+                                   rec_kind, "jemalloc"), "kind": rec_kind, "peak_rss_ratio": 1.25,
+                               "resolved": rec_kind != "allocator alone", "ratio_to_best_allocator": spread}}
 
 
 def test_optimize_table_counts_only_recommended_strategies_as_gains():
@@ -276,12 +277,15 @@ def test_optimize_table_counts_only_recommended_strategies_as_gains():
 
     rows = [optimize_stage.summary_row("a", _optimize_doc("strategy", 0.85)),
             optimize_stage.summary_row("b", _optimize_doc("allocator alone", None)),
-            optimize_stage.summary_row("c", None)]
+            optimize_stage.summary_row("c", None),
+            optimize_stage.summary_row("d", _optimize_doc("allocator on huge pages", 0.95))]
     text = optimize_stage.markdown(rows)
     assert rows[0]["strategies_on_best"]["halo"].startswith("0.850 [0.84–0.86]")
-    assert "geometric mean 0.922 over 2 programs" in text  # sqrt(0.85)
-    assert "a strategy recommended on 1, at least 10% faster on 1" in text
+    assert "geometric mean 0.931 over 3 programs" in text  # (0.85 * 0.95 * 1) ** (1/3)
+    assert ("something other than an allocator as it ships recommended on 2 (of which the allocator's own "
+            "huge-page setting on 1), at least 10% faster on 1") in text
     assert "| c | optimize failed |" in text
+    assert "| jemalloc+thp | 0.950 [0.94–0.96] | 1.25 |" in text and "| jemalloc | 1 (the allocator alone) | — |" in text
 
 
 def test_coverage_row_compares_the_placed_shares():

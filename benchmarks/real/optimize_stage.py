@@ -104,8 +104,14 @@ def summary_row(name: str, doc: dict | None) -> dict:
         "finalist": finalist, "finalist_confirmation": conf, "confirmation_rounds": len(ratios),
         "recommendation": rec.get("label"), "kind": rec.get("kind"), "resolved": rec.get("resolved"),
         "ratio": rec.get("ratio_to_best_allocator"), "elapsed_s": doc.get("elapsed_s"), "runs": doc.get("runs"),
-        "reason": rec.get("reason"),
+        "reason": rec.get("reason"), "peak_rss_ratio": rec.get("peak_rss_ratio"),
     }
+
+
+def _won(row: dict) -> bool:
+    """Whether the recommendation is not an allocator as it ships: a strategy, or an
+    allocator with its own huge-page setting, whose advantage the rounds resolved."""
+    return bool(row.get("resolved") and row.get("ratio") and row.get("kind") != "allocator alone")
 
 
 def markdown(rows: list[dict]) -> str:
@@ -115,22 +121,27 @@ def markdown(rows: list[dict]) -> str:
            "it was eliminated), and the recommendation with its ratio to the best allocator alone (1 by "
            "definition when the recommendation is that allocator):", "",
            "| program | best alone | " + " | ".join(f"{s} on it" for s in STRATEGIES)
-           + " | finalist / best alone (confirmation) | recommendation | recommendation / best alone | time |",
-           "|---|---|" + "---|" * len(STRATEGIES) + "---|---|---|---:|"]
+           + " | finalist / best alone (confirmation) | recommendation | recommendation / best alone | its peak RSS "
+           "/ best alone's | time |",
+           "|---|---|" + "---|" * len(STRATEGIES) + "---|---|---|---:|---:|"]
     for r in rows:
         if not r["ok"]:
-            out.append(f"| {r['program']} | optimize failed |" + " |" * (len(STRATEGIES) + 4))
+            out.append(f"| {r['program']} | optimize failed |" + " |" * (len(STRATEGIES) + 5))
             continue
-        rec_ratio = _spread_text(r["ratio"]) if r["kind"] == "strategy" else "1 (the allocator alone)"
+        won = _won(r)
+        rec_ratio = _spread_text(r["ratio"]) if won else "1 (the allocator alone)"
+        rss = f"{r['peak_rss_ratio']:.2f}" if won and r.get("peak_rss_ratio") else "—"
         fin = f"{r['finalist']}: {_spread_text(r['finalist_confirmation'])}" if r["finalist"] else "—"
         out.append(f"| {r['program']} | {r['best_allocator']} | "
                    + " | ".join(r["strategies_on_best"][s] for s in STRATEGIES)
-                   + f" | {fin} | {r['recommendation']} | {rec_ratio} | {r['elapsed_s'] or 0:.0f} s |")
-    wins = [r for r in rows if r["ok"] and r["kind"] == "strategy" and r["ratio"]]
+                   + f" | {fin} | {r['recommendation']} | {rec_ratio} | {rss} | {r['elapsed_s'] or 0:.0f} s |")
+    wins = [r for r in rows if r["ok"] and _won(r)]
+    own = [r for r in wins if r["kind"] == "allocator on huge pages"]
     if rows:
         logs = [math.log(r["ratio"]["median"]) if r in wins else 0.0 for r in rows if r["ok"]]
         geo = math.exp(sum(logs) / len(logs)) if logs else float("nan")
         out += ["", f"Recommendation / best allocator alone: geometric mean {geo:.3f} over {len(logs)} programs; "
-                f"a strategy recommended on {len(wins)}, at least 10% faster on "
+                f"something other than an allocator as it ships recommended on {len(wins)} (of which the "
+                f"allocator's own huge-page setting on {len(own)}), at least 10% faster on "
                 f"{sum(1 for r in wins if r['ratio']['median'] <= 0.90)}."]
     return "\n".join(out) + "\n"

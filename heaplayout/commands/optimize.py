@@ -351,10 +351,11 @@ def optimize_command(args: argparse.Namespace) -> int:
             run.notes.append(f"the reference run did not exit 0 ({runner.reference_status.describe()}): every "
                              "candidate was compared with a failing run")
         differed = [label for label, e in run.search.eliminated.items() if "output differs" in e.reason]
-        if len(differed) * 2 > len(candidates):
+        raced = len(run.search.candidates)  # the twins that joined included
+        if len(differed) * 2 > raced:
             # a program that crashes now and then, or prints what changes from run to run,
             # passed stage 0 by luck: the "recommendation" then only means the reference's runs agreed
-            run.notes.append(f"{len(differed)} of {len(candidates)} candidates were dropped because a run's output or "
+            run.notes.append(f"{len(differed)} of {raced} candidates were dropped because a run's output or "
                              "exit status differed from the reference run's (e.g. " +
                              run.search.eliminated[differed[0]].reason + "): the program may not behave the same "
                              "from run to run; check it with `heaplayout bench --runs 9` on the allocator alone")
@@ -369,7 +370,7 @@ def optimize_command(args: argparse.Namespace) -> int:
 
     # 4. report
     _say("stage 4/4: decision")
-    print(f"{shlex.join(program)}: {len(candidates)} candidates, {run.search.race_rounds} race rounds, "
+    print(f"{shlex.join(program)}: {len(run.search.candidates)} candidates, {run.search.race_rounds} race rounds, "
           f"{run.runs} runs in {run.elapsed_s:.0f} s (budget {args.budget:.0f} s)")
     print(terminal_table(run))
     print()
