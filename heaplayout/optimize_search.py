@@ -554,8 +554,10 @@ def _halve_for_budget(res: SearchResult, survivors: list[str], best: str | None,
         if not others:
             return False
         for label in others[len(others) // 2:]:
+            own = rank(label) == standing(res.race, label, best)
             drop(label, "halving", rnd, f"the budget does not pay for another round of {len(survivors)} candidates; "
-                 f"median ratio {standing(res.race, label, best):.3f}, in the worse half")
+                 f"median ratio {rank(label):.3f}{'' if own else ' (its original’s, as it has fewer rounds)'}, "
+                 "in the worse half")
 
 
 def _confirm(res: SearchResult, best: str, finalists: list[str], run: Runner, deadline: float, clock: Clock,
