@@ -42,6 +42,7 @@ class OptimizeRun:
     peak_rss_kib: dict[str, list[int]] = field(default_factory=dict)
     runtime_stats: object = None
     runs: int = 0
+    load: dict | None = None  # the machine's load average over the runs (machine_load.summary)
     ignore: list[str] = field(default_factory=list)  # --ignore patterns of the output check
     output_files: list[Path] = field(default_factory=list)  # --output-file: checked like stdout
     group_layout: str = "choose"  # --group-layout
@@ -278,7 +279,7 @@ def to_json(run: OptimizeRun) -> dict:
         "started_utc": run.started_utc, "budget_s": run.budget_s, "elapsed_s": round(run.elapsed_s, 3),
         "stage_s": {k: round(v, 3) for k, v in run.stage_s.items()}, "runs": run.runs,
         "profile": None if run.profile is None else str(run.profile),
-        "plans": {k: str(v) for k, v in run.plans.items()}, "notes": run.notes,
+        "plans": {k: str(v) for k, v in run.plans.items()}, "notes": run.notes, "load": run.load,
         "group_layout": run.group_layout, "group_layouts": run.group_layouts,
         "settings": dataclasses.asdict(run.settings),
         "race_rounds": res.race_rounds, "stop_reason": res.stop_reason,

@@ -15,6 +15,7 @@ from .bench_run import read_runtime_stats
 from .optimize_search import Candidate, Measurement
 from .output_stability import unstable_patterns
 from .runtime_env import for_program
+from . import machine_load
 from .timing_metric import run_seconds
 
 
@@ -51,6 +52,7 @@ class CandidateRunner:
         # label, status, stdout, sha, output files' states
         self.reference: tuple[str, ExitStatus, Path, str, tuple[str, ...]] | None = None
         self.peak_rss_kib: dict[str, list[int]] = {c.label: [] for c in candidates}
+        self.loads: list[float] = []  # the load average after each timed run (machine_load.py)
         self.runs = 0
 
     def __call__(self, cand: Candidate, phase: str, rnd: int) -> Measurement:
@@ -60,9 +62,12 @@ class CandidateRunner:
         run = run_once(self.program, self.envs[cand.label], self.workdir, tag, self.launcher, stdin=self.stdin)
         status, out, err = run.status, run.stdout, run.stderr
         wall = run_seconds(self.metric, run.wall_s, run.cpu_s)
+        load = machine_load.sample()
+        if load is not None:
+            self.loads.append(load)
         clock = run.wall_s if self.metric == "cpu" else None  # the decision checks wall time too
-        self.peak_rss_kib[cand.label].append(run.maxrss_kib)
-        self.clock[cand.label].append((phase, rnd, run.wall_s, run.cpu_s))
+        self.peak_rss_kib.setdefault(cand.label, []).append(run.maxrss_kib)
+        self.clock.setdefault(cand.label, []).append((phase, rnd, run.wall_s, run.cpu_s))
         sha = self.digest(out)
         files_now = files_state(self.output_files, before)
         if self.reference is None:

@@ -34,7 +34,7 @@ import time
 import shutil
 from pathlib import Path
 
-from .. import allocators, elf, paths
+from .. import allocators, elf, machine_load, paths
 from ..bench_check import (check_patterns, files_difference, files_snapshot, files_state, files_unwritten,
                            first_difference, ignoring_digest, normalizer,
                            stderr_tail)
@@ -338,6 +338,11 @@ def optimize_command(args: argparse.Namespace) -> int:
             run.notes.append(run.search.overrun)
         run.peak_rss_kib = runner.peak_rss_kib
         run.clock = runner.clock
+        run.load = machine_load.summary(runner.loads)
+        busy = machine_load.busy_note(run.load)
+        if busy:
+            run.notes.append(busy)
+            _say(f"note: {busy}")
         run.runs = runner.runs
         rec = run.recommended
         cost = max(run.search.race.get(rec.label, {}).values(), default=0.0) if rec is not None else 0.0
