@@ -219,6 +219,14 @@ const std::map<const DSNode *, DSNode *> *BottomUp::indirectNodeMap(const CallBa
   return It == IndirectMaps.end() ? nullptr : &It->second;
 }
 
+std::vector<CallEdge> BottomUp::callEdges() const {
+  std::vector<CallEdge> Out;
+  for (auto &KV : CallMaps) Out.push_back({KV.first, directCallee(*KV.first), &KV.second});
+  for (auto &KV : IndirectCallees)
+    for (Function *F : KV.second) Out.push_back({KV.first, F, indirectNodeMap(KV.first, F)});
+  return Out;
+}
+
 const std::map<const DSNode *, DSNode *> *BottomUp::nodeMap(const CallBase *CB) const {
   auto It = CallMaps.find(CB);
   return It == CallMaps.end() ? nullptr : &It->second;
