@@ -192,10 +192,34 @@ void BottomUp::resolveIndirectCalls(DSGraph &G) {
     std::sort(Out.begin(), Out.end(), [](Function *A, Function *B) { return A->getName() < B->getName(); });
     return !isa<InvokeInst>(CB) && !isa<CallBrInst>(CB) && !CB->isMustTailCall();
   };
+  // For the statistics: would the paper's equivalence-class graphs have handled this call?
+  // They need the callee set (a function-pointer node holding only functions defined here and
+  // reachable by no unknown code) but not the rest of calleesOf's conditions (the pointer may
+  // come from a formal, a return or a global table). Whether it would matter: some pointer
+  // argument reaches a heap node.
+  auto noteUnknown = [&](CallBase *CB) {
+    DSNode *N = DSGraph::resolve(Current->handleOf(CB->getCalledOperand())).Node;
+    if (!N || N->has(ExternalNode) || N->Globals.empty()) return;
+    for (const GlobalValue *GV : N->Globals) {
+      auto *F = dyn_cast<Function>(GV);
+      if (!F || F->isDeclaration() || F->isVarArg()) return;
+    }
+    ++IndirectECCandidates;
+    std::vector<DSHandle> Args;
+    for (Value *A : CB->args())
+      if (isPtrLike(A->getType(), DL)) Args.push_back(Current->handleOf(A));
+    for (DSNode *R : G.reachable(Args))
+      if (R->has(HeapNode)) {
+        ++IndirectECCandidatesHeap;
+        return;
+      }
+  };
+  IndirectCalls += Calls.size();
   std::vector<std::pair<CallBase *, std::vector<Function *>>> Done;
   for (CallBase *CB : Calls) {
     std::vector<Function *> Fs;
     if (!calleesOf(CB, Fs)) {
+      noteUnknown(CB);
       Current->visitUnknownCall(*CB);
       continue;
     }
@@ -205,7 +229,10 @@ void BottomUp::resolveIndirectCalls(DSGraph &G) {
   for (auto &D : Done) {
     std::vector<Function *> Fs;
     if (calleesOf(D.first, Fs) && Fs == D.second) IndirectCallees[D.first] = Fs;
-    else Current->visitUnknownCall(*D.first); // grew or escaped meanwhile: unknown after all
+    else { // grew or escaped meanwhile: unknown after all
+      noteUnknown(D.first);
+      Current->visitUnknownCall(*D.first);
+    }
   }
 }
 

@@ -61,6 +61,13 @@ public:
   // edges the top-down phase follows.
   std::vector<CallEdge> callEdges() const;
 
+  // Indirect calls: all, promoted to if-chains, and of the others those whose callee set is
+  // known (what the paper's equivalence-class graphs would need) and that pass heap memory.
+  unsigned indirectCalls() const { return IndirectCalls; }
+  unsigned indirectPromoted() const { return IndirectCallees.size(); }
+  unsigned indirectECCandidates() const { return IndirectECCandidates; }
+  unsigned indirectECCandidatesHeap() const { return IndirectECCandidatesHeap; }
+
 private:
   void computeSCCs();
   void resolveIndirectCalls(DSGraph &G);
@@ -80,6 +87,7 @@ private:
   unsigned CurrentSCC = 0;
   LocalAnalysis *Current = nullptr;
   bool HiddenPointers = false;
+  unsigned IndirectCalls = 0, IndirectECCandidates = 0, IndirectECCandidatesHeap = 0;
 };
 
 } // namespace hlapa

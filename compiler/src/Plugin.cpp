@@ -72,6 +72,10 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
     hlapa::Statistics Stats;
     Stats.Module = M.getSourceFileName();
     Stats.SCCs = BU.sccs().size();
+    Stats.IndirectCalls = BU.indirectCalls();
+    Stats.IndirectPromoted = BU.indirectPromoted();
+    Stats.IndirectECCandidates = BU.indirectECCandidates();
+    Stats.IndirectECCandidatesHeap = BU.indirectECCandidatesHeap();
     Stats.TopDownArgsToMalloc = TDC.ArgsToMalloc;
     Stats.TopDownArgsToGlobal = TDC.ArgsToGlobal;
     Stats.TopDownPoolArgsRemoved = TDC.PoolArgsRemoved;

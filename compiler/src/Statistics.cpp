@@ -39,6 +39,9 @@ std::string Statistics::toJSON() const {
     << ",\"topdown_pool_args_removed\":" << TopDownPoolArgsRemoved
     << ",\"topdown_clones_avoided\":" << TopDownClonesAvoided
     << ",\"topdown_args_external_from_caller\":" << TopDownArgsExternalFromCaller
+    << ",\"indirect_calls\":" << IndirectCalls << ",\"indirect_calls_promoted\":" << IndirectPromoted
+    << ",\"indirect_calls_ec_candidates\":" << IndirectECCandidates
+    << ",\"indirect_calls_ec_candidates_heap\":" << IndirectECCandidatesHeap
     << ",\"alloc_sites_kept\":" << AllocSitesKept
     << ",\"analysis_seconds\":" << AnalysisSeconds << ",\"kept_reasons\":{";
   bool First = true;

@@ -32,6 +32,7 @@ struct Statistics {
   unsigned TopDownPoolArgsRemoved = 0;
   unsigned TopDownClonesAvoided = 0;
   unsigned TopDownArgsExternalFromCaller = 0;
+  unsigned IndirectCalls = 0, IndirectPromoted = 0, IndirectECCandidates = 0, IndirectECCandidatesHeap = 0;
   unsigned AllocSitesKept = 0;     // malloc-family calls left on malloc
   std::map<std::string, unsigned> KeptReasons; // reason -> number of calls
   // Heap (H) nodes of the bottom-up graphs by decision: "local pool", "pool argument",

@@ -159,6 +159,12 @@ def summarize(records: list[dict]) -> str:
                 f"{r['topdown_pool_args_removed']} pool parameters and {r['topdown_clones_avoided']} clones fewer; "
                 f"{r['topdown_args_external_from_caller']} pool-argument nodes some caller passes unknown memory into"
             )
+        if "indirect_calls" in r:
+            lines.append(
+                f"  indirect calls: {r['indirect_calls']}, {r['indirect_calls_promoted']} promoted to calls of "
+                f"known callees; of the others {r['indirect_calls_ec_candidates']} with a known callee set "
+                f"({r['indirect_calls_ec_candidates_heap']} passing heap memory)"
+            )
         for reason, n in sorted(r["kept_reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  kept on malloc: {n:4d}  {reason}")
         for kind, n in sorted(r["heap_nodes"].items(), key=lambda kv: -kv[1]):
