@@ -192,27 +192,13 @@ void BottomUp::resolveIndirectCalls(DSGraph &G) {
     std::sort(Out.begin(), Out.end(), [](Function *A, Function *B) { return A->getName() < B->getName(); });
     return !isa<InvokeInst>(CB) && !isa<CallBrInst>(CB) && !CB->isMustTailCall();
   };
-  // For the statistics: would the paper's equivalence-class graphs have handled this call?
-  // They need the callee set (a function-pointer node holding only functions defined here and
-  // reachable by no unknown code) but not the rest of calleesOf's conditions (the pointer may
-  // come from a formal, a return or a global table). Whether it would matter: some pointer
-  // argument reaches a heap node.
+  // Kept for the statistics (TopDown::countIndirect): would the paper's equivalence-class
+  // graphs have handled this call?
+  // Whether the pointer's node was external before the call itself made its arguments so
+  // (a pointer reached from its own arguments, obj->f(obj), is not external on that account).
   auto noteUnknown = [&](CallBase *CB) {
     DSNode *N = DSGraph::resolve(Current->handleOf(CB->getCalledOperand())).Node;
-    if (!N || N->has(ExternalNode) || N->Globals.empty()) return;
-    for (const GlobalValue *GV : N->Globals) {
-      auto *F = dyn_cast<Function>(GV);
-      if (!F || F->isDeclaration() || F->isVarArg()) return;
-    }
-    ++IndirectECCandidates;
-    std::vector<DSHandle> Args;
-    for (Value *A : CB->args())
-      if (isPtrLike(A->getType(), DL)) Args.push_back(Current->handleOf(A));
-    for (DSNode *R : G.reachable(Args))
-      if (R->has(HeapNode)) {
-        ++IndirectECCandidatesHeap;
-        return;
-      }
+    UnknownIndirect.push_back({CB, !N || N->has(ExternalNode)});
   };
   IndirectCalls += Calls.size();
   std::vector<std::pair<CallBase *, std::vector<Function *>>> Done;

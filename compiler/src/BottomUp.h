@@ -61,12 +61,11 @@ public:
   // edges the top-down phase follows.
   std::vector<CallEdge> callEdges() const;
 
-  // Indirect calls: all, promoted to if-chains, and of the others those whose callee set is
-  // known (what the paper's equivalence-class graphs would need) and that pass heap memory.
+  // Indirect calls: all, and those promoted to if-chains; the others are unknown code.
   unsigned indirectCalls() const { return IndirectCalls; }
   unsigned indirectPromoted() const { return IndirectCallees.size(); }
-  unsigned indirectECCandidates() const { return IndirectECCandidates; }
-  unsigned indirectECCandidatesHeap() const { return IndirectECCandidatesHeap; }
+  // With whether the function pointer's node was external before the call was made unknown.
+  const std::vector<std::pair<llvm::CallBase *, bool>> &unknownIndirectCalls() const { return UnknownIndirect; }
 
 private:
   void computeSCCs();
@@ -87,7 +86,8 @@ private:
   unsigned CurrentSCC = 0;
   LocalAnalysis *Current = nullptr;
   bool HiddenPointers = false;
-  unsigned IndirectCalls = 0, IndirectECCandidates = 0, IndirectECCandidatesHeap = 0;
+  unsigned IndirectCalls = 0;
+  std::vector<std::pair<llvm::CallBase *, bool>> UnknownIndirect;
 };
 
 } // namespace hlapa

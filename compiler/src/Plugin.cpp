@@ -57,11 +57,9 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
     hlapa::GlobalsGraph GG(M, BU, envIs1(hlapa::EnvWholeProgram));
     std::vector<hlapa::SCCPlan> Plans = hlapa::planPools(BU, GG, PO);
     hlapa::TopDownChanges TDC;
-    if (hlapa::DefaultTopDown && !envIs1(hlapa::EnvNoTopDown)) {
-      hlapa::TopDown TD(BU);
-      TD.run();
-      hlapa::refineWithTopDown(Plans, BU, TD, GG, TDC);
-    }
+    hlapa::TopDown TD(BU);
+    TD.run(); // also for the statistics of indirect calls when its plan changes are off
+    if (hlapa::DefaultTopDown && !envIs1(hlapa::EnvNoTopDown)) hlapa::refineWithTopDown(Plans, BU, TD, GG, TDC);
     hlapa::TransformOptions TO;
     TO.BumpPointer = hlapa::DefaultBumpPointer && !envIs1(hlapa::EnvNoBumpPointer);
     TO.FreeElim = hlapa::DefaultFreeElim && !envIs1(hlapa::EnvNoFreeElim);
@@ -74,8 +72,7 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
     Stats.SCCs = BU.sccs().size();
     Stats.IndirectCalls = BU.indirectCalls();
     Stats.IndirectPromoted = BU.indirectPromoted();
-    Stats.IndirectECCandidates = BU.indirectECCandidates();
-    Stats.IndirectECCandidatesHeap = BU.indirectECCandidatesHeap();
+    TD.countIndirect(Stats.IndirectECCandidates, Stats.IndirectECCandidatesHeap);
     Stats.TopDownArgsToMalloc = TDC.ArgsToMalloc;
     Stats.TopDownArgsToGlobal = TDC.ArgsToGlobal;
     Stats.TopDownPoolArgsRemoved = TDC.PoolArgsRemoved;

@@ -3,6 +3,7 @@
 #include "TopDown.h"
 
 #include "llvm/IR/Function.h"
+#include "llvm/IR/Instructions.h"
 
 using namespace llvm;
 
@@ -49,6 +50,9 @@ void TopDown::run() {
         T.Callers.push_back({E.Call, CallerSCC, C});
         if (!C) continue;
         auto CT = Theirs.find(C);
+        for (const GlobalValue *GV : C->Globals)
+          if (auto *F = dyn_cast<Function>(GV)) T.CallerFunctions.insert(F);
+        if (CT != Theirs.end()) T.CallerFunctions.insert(CT->second.CallerFunctions.begin(), CT->second.CallerFunctions.end());
         if (C->has(ExternalNode) || (CT != Theirs.end() && CT->second.ExternalFromCaller))
           T.ExternalFromCaller = true;
       }
@@ -61,6 +65,37 @@ void TopDown::run() {
     for (DSNode *N : G.reachable(interfaceRoots(SCCs[I], true))) Mine[N].UnknownCallers = true;
     for (auto &KV : Mine)
       if (KV.second.ExternalFromCaller && !KV.first->has(ExternalNode)) ++ExternalFromCallerCount;
+  }
+}
+
+void TopDown::countIndirect(unsigned &Candidates, unsigned &Heap) const {
+  Candidates = Heap = 0;
+  for (auto &[CB, WasExternal] : BU.unknownIndirectCalls()) {
+    const Function *Caller = CB->getFunction();
+    unsigned I = BU.sccOf(Caller);
+    const DSGraph &G = *BU.sccs()[I].Graph;
+    DSNode *N = BU.nodeOf(CB->getCalledOperand(), Caller);
+    if (!N || WasExternal) continue;
+    const TDNodeInfo *T = info(I, N);
+    if (T && (T->ExternalFromCaller || T->UnknownCallers)) continue;
+    std::set<const Function *> Callees = T ? T->CallerFunctions : std::set<const Function *>{};
+    bool Known = true;
+    for (const GlobalValue *GV : N->Globals) {
+      auto *F = dyn_cast<Function>(GV);
+      if (!F) Known = false;
+      else Callees.insert(F);
+    }
+    for (const Function *F : Callees) Known &= !F->isDeclaration() && !F->isVarArg();
+    if (!Known || Callees.empty()) continue;
+    ++Candidates;
+    std::vector<DSHandle> Args;
+    for (const Value *A : CB->args())
+      if (G.hasHandle(A)) Args.push_back(G.values().lookup(A));
+    for (DSNode *R : G.reachable(Args))
+      if (R->has(HeapNode) || info(I, R)) {
+        ++Heap;
+        break;
+      }
   }
 }
 

@@ -12,6 +12,7 @@
 //     there (the inverse of NodeInCaller), or null where the call site's copy does not have it;
 //   - ExternalFromCaller: some known caller passes in memory that unknown code can reach
 //     (propagated along call edges, callers first, then along the callee's own edges);
+//   - CallerFunctions: functions the callers' nodes hold (a function pointer passed in);
 //   - UnknownCallers: reachable from a formal or the return value of a function that code
 //     outside this translation unit may call (not internal, or its address is taken).
 // A node reachable from formals is complete in the top-down sense when it has neither.
@@ -20,6 +21,7 @@
 #include "BottomUp.h"
 
 #include <map>
+#include <set>
 #include <vector>
 
 namespace hlapa {
@@ -32,6 +34,7 @@ struct CallerEdge {
 
 struct TDNodeInfo {
   std::vector<CallerEdge> Callers;
+  std::set<const llvm::Function *> CallerFunctions;
   bool ExternalFromCaller = false;
   bool UnknownCallers = false;
   bool complete() const { return !ExternalFromCaller && !UnknownCallers; }
@@ -46,6 +49,12 @@ public:
   const TDNodeInfo *info(unsigned SCC, const DSNode *N) const;
   // Nodes external only because of what a caller passes in (not external bottom-up).
   unsigned externalFromCallerNodes() const { return ExternalFromCallerCount; }
+  // Of the indirect calls left as unknown code, those whose callee set is known top-down (the
+  // function-pointer node and what every caller passes for it hold only functions defined
+  // here, and no unknown code or caller can put another there): what the paper's
+  // equivalence-class graphs would need. Heap: of those, the ones with a pointer argument
+  // reaching a heap node or memory that comes from the callers.
+  void countIndirect(unsigned &Candidates, unsigned &Heap) const;
 
 private:
   const BottomUp &BU;
