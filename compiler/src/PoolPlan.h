@@ -1,7 +1,7 @@
 // Which heap nodes get pools (APA section 3.3, the pdmap). For each SCC graph, every node
 // with the H flag is one of:
 //   Local    - no pointer to it leaves the function that owns it: a pool descriptor on that
-//              function's stack, poolcreate at entry, pooldestroy at every return;
+//              function's stack, created and destroyed around its uses (PoolDestroyPlacement.h);
 //   Argument - reachable from a formal or the return value: a pool descriptor parameter
 //              added to (a clone of) every function of the SCC, passed by the callers;
 //   Global   - reachable from a global variable: the pool of its globals-graph node;

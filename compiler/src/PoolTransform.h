@@ -1,5 +1,6 @@
 // The code transformation (APA figure 4): local pool descriptors with poolcreate at entry
-// and pooldestroy at every return, internal clones of functions with pool descriptor
+// and pooldestroy at every return (then moved to the pool's uses, PoolDestroyPlacement.h),
+// internal clones of functions with pool descriptor
 // parameters (the original stays for callers outside the translation unit and indirect
 // calls, and uses malloc), malloc/calloc/realloc/free replaced by pool calls, and direct
 // calls redirected to the clones with the callers' pools (NodeInCaller).
