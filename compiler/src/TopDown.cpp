@@ -55,6 +55,8 @@ void TopDown::run() {
         if (CT != Theirs.end()) T.CallerFunctions.insert(CT->second.CallerFunctions.begin(), CT->second.CallerFunctions.end());
         if (C->has(ExternalNode) || (CT != Theirs.end() && CT->second.ExternalFromCaller))
           T.ExternalFromCaller = true;
+        // A caller's own formal passed on: whoever calls that caller from outside reaches it.
+        if (CT != Theirs.end() && CT->second.UnknownCallers) T.UnknownCallers = true;
       }
     }
     // What unknown code can reach, it can reach through: close over the graph's edges.
@@ -62,7 +64,10 @@ void TopDown::run() {
     for (auto &KV : Mine)
       if (KV.second.ExternalFromCaller) FromCallers.push_back({const_cast<DSNode *>(KV.first), 0});
     for (DSNode *N : G.reachable(FromCallers)) Mine[N].ExternalFromCaller = true;
-    for (DSNode *N : G.reachable(interfaceRoots(SCCs[I], true))) Mine[N].UnknownCallers = true;
+    std::vector<DSHandle> Open = interfaceRoots(SCCs[I], true);
+    for (auto &KV : Mine)
+      if (KV.second.UnknownCallers) Open.push_back({const_cast<DSNode *>(KV.first), 0});
+    for (DSNode *N : G.reachable(Open)) Mine[N].UnknownCallers = true;
     for (auto &KV : Mine)
       if (KV.second.ExternalFromCaller && !KV.first->has(ExternalNode)) ++ExternalFromCallerCount;
   }
