@@ -15,7 +15,11 @@ without pools) and `heaplayout cc` (`apa`). Then either
   ablation    instructions, D1 and LL misses of apa against apa with one optimization off or
               one collocation heuristic on (the variants below) on the small input; every
               variant's output must equal the plain build's
-and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind,halo,ablation} [--rounds N] [--maximal]
+  check       the output of apa, apa without the top-down phase and apa with poolcreate at
+              the entry against the plain build's, on the small and reference inputs, with
+              the statistics of each and the number of pools created at run time (an
+              LD_PRELOAD library that counts poolcreate/poolinit_bp calls and prints it)
+and prints JSON lines. Usage: measure_suite.py OUT {time,cachegrind,halo,ablation,check} [--rounds N] [--maximal]
 [--ablations a,b] [names...] (--maximal adds `heaplayout cc --collocate=maximal` builds to the timed
 variants; --ablations runs only those variants of the ablation mode, e.g. apa-no-align).
 """
@@ -53,7 +57,57 @@ ABLATIONS = {
     "apa-maximal": (["--collocate=maximal"], {}),
     "apa-collection": (["--collocate=collection"], {}),
     "apa-no-align": ([], {"HEAPLAYOUT_CC_NO_ALIGN": "1"}),
+    "apa-no-topdown": ([], {"HEAPLAYOUT_CC_NO_TOPDOWN": "1"}),
+    "apa-no-create-move": ([], {"HEAPLAYOUT_CC_NO_CREATE_MOVE": "1"}),
 }
+CHECK_VARIANTS = ["apa-no-topdown", "apa-no-create-move"]
+
+# check mode: counts the pools a run creates, in front of libheaplayout.so's pool API.
+COUNT_CREATES = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+static long creates;
+void poolcreate(void *pd, size_t hint, size_t align) {
+  static void (*next)(void *, size_t, size_t);
+  if (!next) next = (void (*)(void *, size_t, size_t))dlsym(RTLD_NEXT, "poolcreate");
+  creates++;
+  next(pd, hint, align);
+}
+void poolinit_bp(void *pd, size_t align) {
+  static void (*next)(void *, size_t);
+  if (!next) next = (void (*)(void *, size_t))dlsym(RTLD_NEXT, "poolinit_bp");
+  creates++;
+  next(pd, align);
+}
+__attribute__((destructor)) static void report(void) { fprintf(stderr, "heaplayout-count: pools created %ld\n", creates); }
+"""
+
+
+def count_preload(out: Path) -> Path:
+    src, lib = out / "count_creates.c", out / "count_creates.so"
+    src.write_text(COUNT_CREATES)
+    subprocess.run(["clang-16", "-O2", "-shared", "-fPIC", str(src), "-o", str(lib), "-ldl"], check=True)
+    return lib
+
+
+def check_workload(out: Path, w, exes: dict[str, Path], preload: Path) -> dict:
+    rec: dict = {"name": w.name}
+    for label, args in (("small", w.small), ("reference", w.ref)):
+        want = subprocess.run([str(exes["glibc"]), *args], capture_output=True, text=True).stdout
+        for n in ("apa", *CHECK_VARIANTS):
+            env = {**os.environ, "LD_PRELOAD": str(preload)}
+            r = subprocess.run([str(exes[n]), *args], capture_output=True, text=True, env=env)
+            if r.stdout != want or r.returncode != 0:
+                raise RuntimeError(f"{w.name} {n} {label}: output differs or exit {r.returncode}")
+            m = re.search(r"heaplayout-count: pools created (\d+)", r.stderr)
+            rec.setdefault("pools_created", {}).setdefault(label, {})[n] = int(m.group(1)) if m else None
+    rec["identical"] = True
+    for n in CHECK_VARIANTS:
+        stats = out / f"{w.name}.{n}.stats"
+        rec[f"stats_{n}"] = json.loads(stats.read_text().splitlines()[0]) if stats.exists() else None
+    return rec
 
 
 def build_ablations(out: Path, w, names: list[str]) -> dict[str, Path]:
@@ -63,7 +117,10 @@ def build_ablations(out: Path, w, names: list[str]) -> dict[str, Path]:
     for name in names:
         opts, env = ABLATIONS[name]
         exes[name] = out / f"{w.name}.{name}"
-        subprocess.run([sys.executable, "-m", "heaplayout.cli", "cc", *opts, *common, "-o", str(exes[name])],
+        stats = out / f"{w.name}.{name}.stats"
+        stats.unlink(missing_ok=True)
+        subprocess.run([sys.executable, "-m", "heaplayout.cli", "cc", f"--stats-file={stats}", *opts, *common,
+                        "-o", str(exes[name])],
                        check=True, cwd=REPO, env={**os.environ, **env})
     return exes
 
@@ -189,7 +246,7 @@ def cachegrind(exe: Path, args: list[str], env_extra: dict[str, str]) -> dict[st
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
-    ap.add_argument("mode", choices=["time", "cachegrind", "halo", "ablation"])
+    ap.add_argument("mode", choices=["time", "cachegrind", "halo", "ablation", "check"])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--maximal", action="store_true", help="also time --collocate=maximal builds")
     ap.add_argument("--ablations", default=",".join(ABLATIONS),
@@ -207,6 +264,9 @@ def main() -> int:
         exes = build(a.out, w, a.maximal)
         if a.mode == "time":
             rec = time_workload(w, exes, a.rounds)
+        elif a.mode == "check":
+            exes.update(build_ablations(a.out, w, CHECK_VARIANTS))
+            rec = check_workload(a.out, w, exes, count_preload(a.out))
         elif a.mode == "ablation":
             exes.update(build_ablations(a.out, w, ablations))
             rec = {"name": w.name, "args": w.small}

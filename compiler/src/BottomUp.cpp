@@ -192,10 +192,20 @@ void BottomUp::resolveIndirectCalls(DSGraph &G) {
     std::sort(Out.begin(), Out.end(), [](Function *A, Function *B) { return A->getName() < B->getName(); });
     return !isa<InvokeInst>(CB) && !isa<CallBrInst>(CB) && !CB->isMustTailCall();
   };
+  // Kept for the statistics (TopDown::countIndirect): would the paper's equivalence-class
+  // graphs have handled this call?
+  // Whether the pointer's node was external before the call itself made its arguments so
+  // (a pointer reached from its own arguments, obj->f(obj), is not external on that account).
+  auto noteUnknown = [&](CallBase *CB) {
+    DSNode *N = DSGraph::resolve(Current->handleOf(CB->getCalledOperand())).Node;
+    UnknownIndirect.push_back({CB, !N || N->has(ExternalNode)});
+  };
+  IndirectCalls += Calls.size();
   std::vector<std::pair<CallBase *, std::vector<Function *>>> Done;
   for (CallBase *CB : Calls) {
     std::vector<Function *> Fs;
     if (!calleesOf(CB, Fs)) {
+      noteUnknown(CB);
       Current->visitUnknownCall(*CB);
       continue;
     }
@@ -205,7 +215,10 @@ void BottomUp::resolveIndirectCalls(DSGraph &G) {
   for (auto &D : Done) {
     std::vector<Function *> Fs;
     if (calleesOf(D.first, Fs) && Fs == D.second) IndirectCallees[D.first] = Fs;
-    else Current->visitUnknownCall(*D.first); // grew or escaped meanwhile: unknown after all
+    else { // grew or escaped meanwhile: unknown after all
+      noteUnknown(D.first);
+      Current->visitUnknownCall(*D.first);
+    }
   }
 }
 
@@ -217,6 +230,14 @@ const std::vector<Function *> *BottomUp::indirectCallees(const CallBase *CB) con
 const std::map<const DSNode *, DSNode *> *BottomUp::indirectNodeMap(const CallBase *CB, const Function *F) const {
   auto It = IndirectMaps.find({CB, F});
   return It == IndirectMaps.end() ? nullptr : &It->second;
+}
+
+std::vector<CallEdge> BottomUp::callEdges() const {
+  std::vector<CallEdge> Out;
+  for (auto &KV : CallMaps) Out.push_back({KV.first, directCallee(*KV.first), &KV.second});
+  for (auto &KV : IndirectCallees)
+    for (Function *F : KV.second) Out.push_back({KV.first, F, indirectNodeMap(KV.first, F)});
+  return Out;
 }
 
 const std::map<const DSNode *, DSNode *> *BottomUp::nodeMap(const CallBase *CB) const {

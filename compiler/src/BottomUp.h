@@ -18,6 +18,14 @@
 
 namespace hlapa {
 
+// A call the transformation redirects to a callee's clone, with the node map of the callee's
+// graph copied at that call site (for an indirect call promoted to an if-chain, one per callee).
+struct CallEdge {
+  const llvm::CallBase *Call = nullptr;
+  const llvm::Function *Callee = nullptr;
+  const std::map<const DSNode *, DSNode *> *Map = nullptr;
+};
+
 struct SCCInfo {
   std::vector<llvm::Function *> Members;
   std::unique_ptr<DSGraph> Graph;
@@ -49,6 +57,15 @@ public:
   // node map of its graph's copy at this call site.
   const std::vector<llvm::Function *> *indirectCallees(const llvm::CallBase *CB) const;
   const std::map<const DSNode *, DSNode *> *indirectNodeMap(const llvm::CallBase *CB, const llvm::Function *F) const;
+  // Every call between two SCCs that is resolved (direct) or promoted (indirect): the call
+  // edges the top-down phase follows.
+  std::vector<CallEdge> callEdges() const;
+
+  // Indirect calls: all, and those promoted to if-chains; the others are unknown code.
+  unsigned indirectCalls() const { return IndirectCalls; }
+  unsigned indirectPromoted() const { return IndirectCallees.size(); }
+  // With whether the function pointer's node was external before the call was made unknown.
+  const std::vector<std::pair<llvm::CallBase *, bool>> &unknownIndirectCalls() const { return UnknownIndirect; }
 
 private:
   void computeSCCs();
@@ -69,6 +86,8 @@ private:
   unsigned CurrentSCC = 0;
   LocalAnalysis *Current = nullptr;
   bool HiddenPointers = false;
+  unsigned IndirectCalls = 0;
+  std::vector<std::pair<llvm::CallBase *, bool>> UnknownIndirect;
 };
 
 } // namespace hlapa

@@ -13,6 +13,7 @@
 #include "PoolPlan.h"
 #include "PoolTransform.h"
 #include "Statistics.h"
+#include "TopDown.h"
 #include "Tunables.h"
 
 #include "llvm/IR/Module.h"
@@ -55,15 +56,28 @@ struct AutomaticPoolAllocationPass : PassInfoMixin<AutomaticPoolAllocationPass> 
     }
     hlapa::GlobalsGraph GG(M, BU, envIs1(hlapa::EnvWholeProgram));
     std::vector<hlapa::SCCPlan> Plans = hlapa::planPools(BU, GG, PO);
+    hlapa::TopDownChanges TDC;
+    hlapa::TopDown TD(BU);
+    TD.run(); // also for the statistics of indirect calls when its plan changes are off
+    if (hlapa::DefaultTopDown && !envIs1(hlapa::EnvNoTopDown)) hlapa::refineWithTopDown(Plans, BU, TD, GG, TDC);
     hlapa::TransformOptions TO;
     TO.BumpPointer = hlapa::DefaultBumpPointer && !envIs1(hlapa::EnvNoBumpPointer);
     TO.FreeElim = hlapa::DefaultFreeElim && !envIs1(hlapa::EnvNoFreeElim);
     TO.PlaceDestroys = hlapa::DefaultPlaceDestroys && !envIs1(hlapa::EnvNoDestroyMove);
+    TO.PlaceCreates = TO.PlaceDestroys && hlapa::DefaultPlaceCreates && !envIs1(hlapa::EnvNoCreateMove);
     TO.Align8 = hlapa::DefaultAlign8 && !envIs1(hlapa::EnvNoAlign);
     TO.Debug = envIs1(hlapa::EnvDebug);
     hlapa::Statistics Stats;
     Stats.Module = M.getSourceFileName();
     Stats.SCCs = BU.sccs().size();
+    Stats.IndirectCalls = BU.indirectCalls();
+    Stats.IndirectPromoted = BU.indirectPromoted();
+    TD.countIndirect(Stats.IndirectECCandidates, Stats.IndirectECCandidatesHeap);
+    Stats.TopDownArgsToMalloc = TDC.ArgsToMalloc;
+    Stats.TopDownArgsToGlobal = TDC.ArgsToGlobal;
+    Stats.TopDownPoolArgsRemoved = TDC.PoolArgsRemoved;
+    Stats.TopDownClonesAvoided = TDC.ClonesAvoided;
+    Stats.TopDownArgsExternalFromCaller = TDC.ArgsExternalFromCaller;
     hlapa::transformModule(M, BU, Plans, TO, Stats);
     Stats.AnalysisSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - Start).count();

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/PostOrderIterator.h"
+#include "llvm/ADT/SCCIterator.h"
+#include "llvm/IR/Dominators.h"
 #include "llvm/IR/CFG.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/InlineAsm.h"
@@ -133,20 +135,90 @@ bool DestroyPlacement::uses(const Instruction &I, const AllocaInst *A, unsigned 
   return false;
 }
 
+// Where poolcreate can go (APA 4.2): the nearest common dominator of the pool's uses, so
+// that every path that uses the pool has created it; moved up the dominator tree out of any
+// CFG cycle, so that it runs at most once per call (in a loop it would make a pool per
+// iteration, and the destroy placement below assumes one create per path). A phi's use is
+// at the end of each predecessor. Returns the instruction to insert before, or null to keep
+// the create where it is (no use on a path from the entry).
+static Instruction *createPoint(Function &F, const DominatorTree &DT, const std::vector<Instruction *> &Uses) {
+  BasicBlock *Common = nullptr;
+  auto meet = [&](BasicBlock *BB) {
+    if (!DT.isReachableFromEntry(BB)) return;
+    Common = Common ? DT.findNearestCommonDominator(Common, BB) : BB;
+  };
+  for (Instruction *U : Uses) {
+    meet(U->getParent());
+    if (auto *Phi = dyn_cast<PHINode>(U))
+      for (BasicBlock *Pred : Phi->blocks()) meet(Pred);
+  }
+  if (!Common) return nullptr;
+  std::set<const BasicBlock *> InCycle;
+  for (scc_iterator<Function *> It = scc_begin(&F); !It.isAtEnd(); ++It)
+    if (It.hasCycle())
+      for (BasicBlock *BB : *It) InCycle.insert(BB);
+  BasicBlock *At = Common;
+  while (InCycle.count(At)) At = DT.getNode(At)->getIDom()->getBlock(); // the entry is in no cycle
+  if (At == Common)
+    for (Instruction &I : *At)
+      if (std::find(Uses.begin(), Uses.end(), &I) != Uses.end())
+        return isa<PHINode>(I) ? &*At->getFirstInsertionPt() : &I;
+  return At->getTerminator();
+}
+
+// Whether the create is anywhere but right after the entry's allocas and other creates.
+static bool createdLate(const Instruction *Create) {
+  for (const Instruction &I : Create->getFunction()->getEntryBlock()) {
+    if (&I == Create) return false;
+    if (isa<AllocaInst>(I)) continue;
+    auto *CB = dyn_cast<CallBase>(&I);
+    const Function *F = CB ? CB->getCalledFunction() : nullptr;
+    if (!F || (F->getName() != "poolcreate" && F->getName() != "poolinit_bp")) return true;
+  }
+  return true;
+}
+
 bool DestroyPlacement::place(AllocaInst *A, unsigned Index, FunctionCallee Destroy,
-                             const std::set<const Value *> &Descriptors) {
+                             const std::set<const Value *> &Descriptors, bool MoveCreate, bool &CreateMoved) {
+  CreateMoved = false;
   for (BasicBlock &BB : *V) {
     const Instruction *T = BB.getTerminator();
     if (!isa<BranchInst>(T) && !isa<SwitchInst>(T) && !isa<ReturnInst>(T) && !isa<UnreachableInst>(T)) return false;
   }
   DenseMap<const Instruction *, bool> IsUse;
   DenseMap<const BasicBlock *, bool> HasUse, LiveIn, LiveOut;
+  Instruction *Create = nullptr;
+  std::vector<Instruction *> Uses;
   for (BasicBlock &BB : *V)
-    for (Instruction &I : BB)
-      if (isCreateOf(I, A) || uses(I, A, Index, Descriptors)) {
+    for (Instruction &I : BB) {
+      if (isCreateOf(I, A)) {
+        Create = &I;
+        continue;
+      }
+      if (uses(I, A, Index, Descriptors)) {
         if (I.isTerminator()) return false;
         IsUse[&I] = HasUse[&BB] = true;
+        Uses.push_back(&I);
       }
+    }
+  if (!Create) return false;
+
+  // The create counts as a use: the pool is live from it on. Moved first, so that the
+  // liveness below starts there; put back if the destroys cannot be placed after all.
+  DominatorTree DT(*V);
+  Instruction *OrigNext = Create->getNextNode();
+  if (MoveCreate)
+    if (Instruction *At = createPoint(*V, DT, Uses); At && At != Create) Create->moveBefore(At);
+  IsUse[Create] = HasUse[Create->getParent()] = true;
+  auto giveUp = [&] {
+    Create->moveBefore(OrigNext);
+    return false;
+  };
+  // Only what comes after the create can see the pool: the blocks it dominates (it runs at
+  // most once on any path, so every block it dominates is reached through it exactly once).
+  BasicBlock *CreateBB = Create->getParent();
+  auto afterCreate = [&](BasicBlock *BB) { return DT.dominates(CreateBB, BB); };
+
   std::vector<BasicBlock *> Order;
   for (BasicBlock *BB : post_order(&V->getEntryBlock())) Order.push_back(BB);
   for (bool Changed = true; Changed;) {
@@ -165,21 +237,26 @@ bool DestroyPlacement::place(AllocaInst *A, unsigned Index, FunctionCallee Destr
   std::vector<Instruction *> After;                      // last uses within a block
   std::vector<std::pair<BasicBlock *, BasicBlock *>> Edges; // live block -> dead block
   for (BasicBlock *BB : Order) {
+    // Before the create the pool is "live" only because the create follows: no destroy there.
+    if (!afterCreate(BB)) continue;
     bool Live = LiveOut.lookup(BB);
-    for (auto It = BB->rbegin(); It != BB->rend(); ++It)
+    for (auto It = BB->rbegin(); It != BB->rend(); ++It) {
       if (IsUse.lookup(&*It)) {
         if (!Live) After.push_back(&*It);
         Live = true;
       }
+      if (&*It == Create) break;
+    }
     if (!LiveOut.lookup(BB)) continue;
     std::set<BasicBlock *> Done;
     for (BasicBlock *S : successors(BB)) {
       if (LiveIn.lookup(S) || !Done.insert(S).second) continue;
-      if (S->getUniquePredecessor() != BB && llvm::count(successors(BB), S) > 1) return false;
+      if (S->getUniquePredecessor() != BB && llvm::count(successors(BB), S) > 1) return giveUp();
       Edges.push_back({BB, S});
     }
   }
 
+  CreateMoved = createdLate(Create);
   std::vector<Instruction *> Old;
   for (BasicBlock &BB : *V)
     for (Instruction &I : BB)

@@ -1,5 +1,6 @@
-// pooldestroy placement (APA section 4.2): a local pool is destroyed right after the last
-// point where it, or any object in it, can still be used, instead of before every return.
+// poolcreate/pooldestroy placement (APA section 4.2): a local pool is created right before the
+// first point where it can be used and destroyed right after the last point where it, or any
+// object in it, can still be used, instead of at the entry and before every return.
 //
 // Which instructions use a pool is decided from the DS graph of the original function, before
 // the transformation rewrites it: an instruction uses pool P if one of its operands points to
@@ -10,8 +11,11 @@
 // Instructions the transformation adds carry none: one of those uses every pool when an
 // operand is pointer-like and not known (a pool descriptor, a constant, a value with facts).
 //
+// The poolcreate moves first (unless HEAPLAYOUT_CC_NO_CREATE_MOVE=1) to the nearest common
+// dominator of the uses, hoisted out of any CFG cycle: a path that never uses the pool (an
+// early return) creates none, and the create runs at most once per call.
 // Placement is then a backward liveness over the CFG from those uses (poolcreate counts as
-// one), and a pooldestroy goes after each use that no path continues from, and on each CFG
+// one), restricted to the blocks the create dominates, and a pooldestroy goes after each use that no path continues from, and on each CFG
 // edge from a block where the pool is live to one where it is not. Every path from the entry
 // to a return passes exactly one of them. A pool keeps its destroys before the returns when
 // the function has control flow this does not handle (invoke, indirectbr, callbr) or an edge
@@ -37,11 +41,12 @@ public:
   DestroyPlacement(const BottomUp &BU, const SCCPlan &Plan, llvm::Function *Orig, llvm::Function *V,
                    llvm::ValueToValueMapTy *VMap, const std::vector<const DSNode *> &Leaders);
   ~DestroyPlacement(); // removes the tags
-  // After the transformation: moves the pooldestroy calls of pool `Index` (descriptor A).
-  // `Descriptors`: every pool descriptor value of V (never a pointer into a pool). Returns
-  // true if a destroy now stands somewhere else than right before a return.
+  // After the transformation: moves the poolcreate (if MoveCreate) and the pooldestroy calls
+  // of pool `Index` (descriptor A). `Descriptors`: every pool descriptor value of V (never a
+  // pointer into a pool). Returns true if a destroy now stands somewhere else than right
+  // before a return; CreateMoved says whether the create is no longer at the entry.
   bool place(llvm::AllocaInst *A, unsigned Index, llvm::FunctionCallee Destroy,
-             const std::set<const llvm::Value *> &Descriptors);
+             const std::set<const llvm::Value *> &Descriptors, bool MoveCreate, bool &CreateMoved);
 
 private:
   bool uses(const llvm::Instruction &I, const llvm::AllocaInst *A, unsigned Index,

@@ -19,6 +19,7 @@ const char *const ReasonNoCleanExit = "owner function has invoke/setjmp (no safe
 const char *const ReasonNoPoolFromCaller = "the caller passes no pool (original kept for unknown callers)";
 const char *const ReasonRecursiveOwner =
     "owner function is recursive (a pool descriptor per frame could overflow the stack)";
+const char *const ReasonNoCallerPool = "no caller passes a pool for it (top-down)";
 
 // A function where a pool cannot be destroyed at every exit (exceptions, setjmp).
 static bool hasUnusualExits(const Function &F) {
@@ -243,6 +244,79 @@ std::vector<SCCPlan> planPools(const BottomUp &BU, const GlobalsGraph &GG, const
     Plans.push_back(std::move(P));
   }
   return Plans;
+}
+
+// Whether F's original body, rather than its clone, may run: it is visible to other units, or
+// some use of it is not a direct call the transformation redirects to the clone. A closed
+// program (global pools on: one unit, no function address taken, no threads) has no other
+// unit, so only main is entered from outside.
+static bool originalMayRun(const Function &F, const BottomUp &BU, bool ClosedProgram) {
+  if (F.getName() == "main") return true;
+  if (!F.hasLocalLinkage() && !ClosedProgram) return true;
+  for (const Use &U : F.uses()) {
+    auto *CB = dyn_cast<CallBase>(U.getUser());
+    if (!CB || !CB->isCallee(&U) || !BU.isResolvedCall(CB)) return true;
+  }
+  return false;
+}
+
+void refineWithTopDown(std::vector<SCCPlan> &Plans, const BottomUp &BU, const TopDown &TD, const GlobalsGraph &GG,
+                       TopDownChanges &Changes) {
+  const bool Closed = GG.disabledReason() == nullptr;
+  for (unsigned I = BU.sccs().size(); I-- > 0;) {
+    SCCPlan &P = Plans[I];
+    if (P.ArgNodes.empty()) continue;
+    const SCCInfo &S = BU.sccs()[I];
+    // A surviving original calls the clones of its own SCC with null pools (it has none).
+    bool OriginalPassesNull = false;
+    for (Function *F : S.Members) {
+      if (!originalMayRun(*F, BU, Closed)) continue;
+      for (const Instruction &Ins : instructions(*F))
+        if (auto *CB = dyn_cast<CallBase>(&Ins); CB && BU.isResolvedCall(CB))
+          if (auto *C = dyn_cast<Function>(CB->getCalledOperand()->stripPointerCasts()); C && BU.hasBody(C))
+            OriginalPassesNull |= BU.sccOf(C) == I;
+    }
+    bool OriginalsMayRun = false;
+    for (Function *F : S.Members) OriginalsMayRun |= originalMayRun(*F, BU, Closed);
+
+    std::vector<const DSNode *> Kept;
+    for (const DSNode *A : P.ArgNodes) {
+      // What the call sites pass for A, as PoolTransform's poolFor will pass it.
+      bool Null = OriginalPassesNull, NonNull = false;
+      std::set<const DSNode *> Globals;
+      const TDNodeInfo *T = TD.info(I, A);
+      if (T && T->ExternalFromCaller) ++Changes.ArgsExternalFromCaller;
+      for (const CallerEdge &E : T ? T->Callers : std::vector<CallerEdge>{}) {
+        const NodePlan *CP = E.CallerNode ? Plans[E.CallerSCC].planOf(E.CallerNode) : nullptr;
+        const Function *Caller = E.Call->getFunction();
+        if (!CP || CP->Kind == PoolKind::Malloc) Null = true;
+        else if (CP->Kind == PoolKind::Global) Globals.insert(CP->GlobalNode);
+        else if (CP->Kind == PoolKind::Local) (CP->Owner == Caller ? NonNull : Null) = true;
+        else { // the caller's clone passes its own parameter, its original (if it may run) null
+          NonNull = true;
+          Null |= originalMayRun(*Caller, BU, Closed);
+        }
+      }
+      NodePlan &NP = P.Nodes[DSGraph::find(const_cast<DSNode *>(A))];
+      if (!NonNull && Globals.empty()) {
+        NP.Kind = PoolKind::Malloc;
+        NP.Reason = ReasonNoCallerPool;
+        ++Changes.ArgsToMalloc;
+      } else if (!NonNull && !Null && Globals.size() == 1 && !OriginalsMayRun) {
+        // The original would use the global pool too, on memory an unknown caller malloc'ed:
+        // only when no original can run.
+        NP.Kind = PoolKind::Global;
+        NP.GlobalNode = *Globals.begin();
+        ++Changes.ArgsToGlobal;
+      } else {
+        Kept.push_back(A);
+        continue;
+      }
+      Changes.PoolArgsRemoved += S.Members.size();
+    }
+    if (Kept.empty()) Changes.ClonesAvoided += S.Members.size();
+    P.ArgNodes = Kept;
+  }
 }
 
 } // namespace hlapa

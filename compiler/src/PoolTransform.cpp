@@ -420,8 +420,11 @@ void Transformer::rewrite(Function *Orig, Function *V, bool IsClone, const std::
       std::set<const Value *> Descriptors(Locals.begin(), Locals.end());
       for (unsigned I = Orig->arg_size(); I < V->arg_size(); ++I) Descriptors.insert(V->getArg(I));
       // Locals were made in the order of Leaders.
-      for (unsigned I = 0; I < Locals.size(); ++I)
-        Stats.PoolsDestroyedEarly += Placement->place(Locals[I], I, API.Destroy, Descriptors);
+      for (unsigned I = 0; I < Locals.size(); ++I) {
+        bool Late = false;
+        Stats.PoolsDestroyedEarly += Placement->place(Locals[I], I, API.Destroy, Descriptors, Opts.PlaceCreates, Late);
+        Stats.PoolsCreatedLate += Late;
+      }
     }
   }
 }

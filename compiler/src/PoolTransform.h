@@ -1,5 +1,6 @@
 // The code transformation (APA figure 4): local pool descriptors with poolcreate at entry
-// and pooldestroy at every return, internal clones of functions with pool descriptor
+// and pooldestroy at every return (then moved to the pool's uses, PoolDestroyPlacement.h),
+// internal clones of functions with pool descriptor
 // parameters (the original stays for callers outside the translation unit and indirect
 // calls, and uses malloc), malloc/calloc/realloc/free replaced by pool calls, and direct
 // calls redirected to the clones with the callers' pools (NodeInCaller).
@@ -17,6 +18,7 @@ struct TransformOptions {
   bool BumpPointer = true; // APA 5(3): pools never freed into use the _bp entry points
   bool FreeElim = true;    // APA 4.3/5(2): drop poolfree calls whose memory is never reused
   bool PlaceDestroys = true; // APA 4.2: pooldestroy after a local pool's last use
+  bool PlaceCreates = true;  // APA 4.2: poolcreate before a local pool's first use (needs PlaceDestroys)
   bool Align8 = true;      // APA 5.4: align 8 for pools whose objects need no more
   bool Debug = false;      // report each transformation decision on stderr
 };

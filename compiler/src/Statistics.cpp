@@ -34,7 +34,14 @@ std::string Statistics::toJSON() const {
     << ",\"cloned_functions\":" << ClonedFunctions << ",\"pool_args_total\":" << PoolArgsTotal
     << ",\"pool_args_max\":" << PoolArgsMax << ",\"alloc_sites_pooled\":" << AllocSitesPooled
     << ",\"free_sites_pooled\":" << FreeSitesPooled << ",\"free_sites_eliminated\":" << FreeSitesEliminated
-    << ",\"pools_destroyed_early\":" << PoolsDestroyedEarly
+    << ",\"pools_destroyed_early\":" << PoolsDestroyedEarly << ",\"pools_created_late\":" << PoolsCreatedLate
+    << ",\"topdown_args_to_malloc\":" << TopDownArgsToMalloc << ",\"topdown_args_to_global\":" << TopDownArgsToGlobal
+    << ",\"topdown_pool_args_removed\":" << TopDownPoolArgsRemoved
+    << ",\"topdown_clones_avoided\":" << TopDownClonesAvoided
+    << ",\"topdown_args_external_from_caller\":" << TopDownArgsExternalFromCaller
+    << ",\"indirect_calls\":" << IndirectCalls << ",\"indirect_calls_promoted\":" << IndirectPromoted
+    << ",\"indirect_calls_ec_candidates\":" << IndirectECCandidates
+    << ",\"indirect_calls_ec_candidates_heap\":" << IndirectECCandidatesHeap
     << ",\"alloc_sites_kept\":" << AllocSitesKept
     << ",\"analysis_seconds\":" << AnalysisSeconds << ",\"kept_reasons\":{";
   bool First = true;

@@ -25,6 +25,14 @@ struct Statistics {
   unsigned FreeSitesPooled = 0;   // free calls rewritten to poolfree (eliminated ones included)
   unsigned FreeSitesEliminated = 0; // of those, removed by pool-free elimination
   unsigned PoolsDestroyedEarly = 0;  // local pools with a pooldestroy elsewhere than before a return
+  unsigned PoolsCreatedLate = 0;     // local pools whose poolcreate moved past other code of the entry
+  // The top-down phase (PoolPlan.h, TopDownChanges).
+  unsigned TopDownArgsToMalloc = 0;
+  unsigned TopDownArgsToGlobal = 0;
+  unsigned TopDownPoolArgsRemoved = 0;
+  unsigned TopDownClonesAvoided = 0;
+  unsigned TopDownArgsExternalFromCaller = 0;
+  unsigned IndirectCalls = 0, IndirectPromoted = 0, IndirectECCandidates = 0, IndirectECCandidatesHeap = 0;
   unsigned AllocSitesKept = 0;     // malloc-family calls left on malloc
   std::map<std::string, unsigned> KeptReasons; // reason -> number of calls
   // Heap (H) nodes of the bottom-up graphs by decision: "local pool", "pool argument",

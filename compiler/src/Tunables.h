@@ -19,6 +19,8 @@ constexpr const char *EnvCollocate = "HEAPLAYOUT_CC_COLLOCATE"; // "maximal": Ma
 constexpr const char *EnvNoBumpPointer = "HEAPLAYOUT_CC_NO_BUMP";    // "1": never use _bp pools
 constexpr const char *EnvNoFreeElim = "HEAPLAYOUT_CC_NO_FREE_ELIM";  // "1": keep every poolfree
 constexpr const char *EnvNoDestroyMove = "HEAPLAYOUT_CC_NO_DESTROY_MOVE"; // "1": pooldestroy before every return
+constexpr const char *EnvNoCreateMove = "HEAPLAYOUT_CC_NO_CREATE_MOVE"; // "1": poolcreate at the entry
+constexpr const char *EnvNoTopDown = "HEAPLAYOUT_CC_NO_TOPDOWN"; // "1": plan from the bottom-up graphs alone
 constexpr const char *EnvNoAlign = "HEAPLAYOUT_CC_NO_ALIGN"; // "1": every pool keeps 16-byte alignment
 
 // Selective PA (APA 5.1) on by default: the paper found it never hurts and saves a pool
@@ -32,6 +34,14 @@ constexpr bool DefaultFreeElim = true;
 // pooldestroy placement (APA 4.2) on by default: a pool's memory goes back as soon as nothing
 // can touch it any more, and frees before that point become candidates for elimination.
 constexpr bool DefaultPlaceDestroys = true;
+// poolcreate placement (APA 4.2) on by default: a path that never reaches the data structure
+// (an early return) creates no pool, and the pool's memory is taken no earlier than needed.
+// It needs the destroy placement (a create moved past an exit must not meet that exit's
+// destroy), so HEAPLAYOUT_CC_NO_DESTROY_MOVE=1 turns it off too.
+constexpr bool DefaultPlaceCreates = true;
+// The top-down phase on by default: it only removes pool parameters whose every caller passes
+// null (or one global pool), which the clone would have tested at every allocation.
+constexpr bool DefaultTopDown = true;
 // The alignment optimization (APA 5.4) on by default: a pool whose objects provably need at
 // most 8-byte alignment asks the runtime for 8 (pool.h), which packs 24-, 40-, ... byte
 // objects at their size instead of rounding them to a multiple of 16.

@@ -149,8 +149,22 @@ def summarize(records: list[dict]) -> str:
             f"{r['alloc_sites_pooled']} allocation and {r['free_sites_pooled']} free calls on pools "
             f"({r.get('free_sites_eliminated', 0)} frees eliminated), "
             f"{r.get('pools_destroyed_early', 0)} pools destroyed before a return, "
+            f"{r.get('pools_created_late', 0)} created after the entry, "
             f"{r['alloc_sites_kept']} allocation calls kept on malloc; analysis {r['analysis_seconds']:.4f} s"
         )
+        if "topdown_args_to_malloc" in r:
+            lines.append(
+                f"  top-down:       {r['topdown_args_to_malloc']} pool-argument nodes no caller passes a pool for "
+                f"(now malloc), {r['topdown_args_to_global']} passed one global pool by every caller (now that pool); "
+                f"{r['topdown_pool_args_removed']} pool parameters and {r['topdown_clones_avoided']} clones fewer; "
+                f"{r['topdown_args_external_from_caller']} pool-argument nodes some caller passes unknown memory into"
+            )
+        if "indirect_calls" in r:
+            lines.append(
+                f"  indirect calls: {r['indirect_calls']}, {r['indirect_calls_promoted']} promoted to calls of "
+                f"known callees; of the others {r['indirect_calls_ec_candidates']} with a known callee set "
+                f"({r['indirect_calls_ec_candidates_heap']} passing heap memory)"
+            )
         for reason, n in sorted(r["kept_reasons"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  kept on malloc: {n:4d}  {reason}")
         for kind, n in sorted(r["heap_nodes"].items(), key=lambda kv: -kv[1]):
